@@ -1,0 +1,55 @@
+"""The `imap-mcp` command: stdio (default), serve (HTTP) and demo."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from .config import ConfigError, Settings, load_settings
+from .logs import setup_logging
+
+DEFAULT_HTTP_PORT = 8000
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="imap-mcp",
+        description="An MCP server for one IMAP mailbox. Configuration comes from environment variables "
+        "(IMAP_HOST, IMAP_PORT, IMAP_USERNAME, IMAP_PASSWORD, IMAP_TLS, IMAP_CA_FILE, ...; see README).",
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands.add_parser("stdio", help="serve over stdio (the default)")
+    serve = commands.add_parser("serve", help="serve Streamable HTTP at /mcp")
+    demo = commands.add_parser("demo", help="start a private Dovecot with sample mail and serve it over HTTP")
+    for sub in (serve, demo):
+        sub.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+        sub.add_argument("--port", type=int, default=DEFAULT_HTTP_PORT, help="port (default 8000)")
+    return parser.parse_args(argv)
+
+
+def load_or_exit() -> Settings:
+    try:
+        return load_settings()
+    except ConfigError as exc:
+        print(f"imap-mcp: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = parse_args(argv)
+    setup_logging()
+    if args.command == "demo":
+        from .demo import run_demo
+
+        run_demo(args.host, args.port)
+        return
+    settings = load_or_exit()
+    from .app import build_server
+    from .transports import run_http, run_stdio
+
+    mcp = build_server(settings)
+    if args.command == "serve":
+        run_http(mcp, args.host, args.port)
+    else:
+        run_stdio(mcp)

@@ -1,0 +1,157 @@
+"""Settings from the environment.
+
+Every setting is read once at start. A missing or invalid one raises `ConfigError`, whose
+message is the single line the CLI prints before it exits with code 2. Secret values are
+held in `Secret`, whose repr never shows them.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+TlsMode = Literal["implicit", "starttls", "none"]
+TLS_MODES: tuple[TlsMode, ...] = ("implicit", "starttls", "none")
+
+
+class ConfigError(ValueError):
+    """A setting is missing or invalid; the message names the variable and what is valid."""
+
+
+class Secret:
+    """A string that never shows itself in repr, str or logs."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "Secret('***')"
+
+    __str__ = __repr__
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Secret) and other._value == self._value
+
+    def __hash__(self) -> int:
+        return hash(self._value)
+
+
+@dataclass(frozen=True)
+class ImapSettings:
+    host: str
+    port: int
+    username: str
+    password: Secret = field(repr=False)
+    tls: TlsMode = "implicit"
+    ca_file: Path | None = None
+    timeout: float = 30.0
+
+    @property
+    def account(self) -> str:
+        """The account as `user@host`, which names it in fingerprints and logs."""
+        return f"{self.username}@{self.host}"
+
+
+@dataclass(frozen=True)
+class Settings:
+    imap: ImapSettings
+    spec_fixtures: bool = False
+
+
+def is_loopback(host: str) -> bool:
+    """True for `localhost` and any loopback address (127.0.0.0/8, ::1)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _required(env: Mapping[str, str], name: str, what: str) -> str:
+    value = env.get(name, "").strip()
+    if not value:
+        raise ConfigError(f"{name} is not set: give {what}.")
+    return value
+
+
+def _choice(env: Mapping[str, str], name: str, valid: tuple[str, ...], default: str) -> str:
+    value = env.get(name)
+    if value is None:
+        return default
+    if value not in valid:
+        raise ConfigError(f"{name}={value!r} is not valid: use one of {', '.join(valid)}.")
+    return value
+
+
+def _port(env: Mapping[str, str], name: str, default: int) -> int:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    if not raw.isdigit() or not 1 <= int(raw) <= 65535:
+        raise ConfigError(f"{name}={raw!r} is not valid: use a port number from 1 to 65535.")
+    return int(raw)
+
+
+def _positive_float(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise ConfigError(f"{name}={raw!r} is not valid: use a number of seconds greater than 0.")
+    return value
+
+
+def _flag(env: Mapping[str, str], name: str, default: bool) -> bool:
+    return _choice(env, name, ("true", "false"), "true" if default else "false") == "true"
+
+
+def _ca_file(env: Mapping[str, str]) -> Path | None:
+    raw = env.get("IMAP_CA_FILE", "").strip()
+    if not raw:
+        return None
+    path = Path(raw).expanduser()
+    if not path.is_file():
+        raise ConfigError(f"IMAP_CA_FILE={raw!r} is not valid: use the path of a readable PEM file.")
+    return path
+
+
+def load_imap_settings(env: Mapping[str, str]) -> ImapSettings:
+    host = _required(env, "IMAP_HOST", "the IMAP server's host name, e.g. imap.example.com")
+    tls: TlsMode = _choice(env, "IMAP_TLS", TLS_MODES, "implicit")  # type: ignore[assignment]
+    if tls == "none" and not is_loopback(host):
+        raise ConfigError(
+            f"IMAP_TLS='none' is not valid for IMAP_HOST={host!r}: an unencrypted connection is "
+            "accepted only for a loopback host; use implicit or starttls."
+        )
+    return ImapSettings(
+        host=host,
+        port=_port(env, "IMAP_PORT", 993 if tls == "implicit" else 143),
+        username=_required(env, "IMAP_USERNAME", "the login name of the mailbox"),
+        password=Secret(_required(env, "IMAP_PASSWORD", "the password of the mailbox")),
+        tls=tls,
+        ca_file=_ca_file(env),
+        timeout=_positive_float(env, "IMAP_TIMEOUT", 30.0),
+    )
+
+
+def load_settings(env: Mapping[str, str] | None = None) -> Settings:
+    """Read every setting from `env` (default: the process environment)."""
+    env = os.environ if env is None else env
+    return Settings(
+        imap=load_imap_settings(env),
+        spec_fixtures=_flag(env, "IMAP_MCP_SPEC_FIXTURES", False),
+    )

@@ -1,0 +1,1 @@
+"""The MCP tools, one module per group; each exposes `register(mcp, pool)`."""
