@@ -26,8 +26,9 @@ def server_version() -> str:
 def build_server(settings: Settings, pool: ImapPool | None = None) -> MCPServer:
     """A ready server for `settings`; `pool` defaults to a fresh connection pool for its account."""
     pool = pool or ImapPool(settings.imap)
-    mcp = MCPServer(NAME, title="IMAP mailbox", version=server_version(), instructions=INSTRUCTIONS,
-                    log_level="WARNING")
+    mcp = MCPServer(
+        NAME, title="IMAP mailbox", version=server_version(), instructions=INSTRUCTIONS, log_level="WARNING"
+    )
     for module in TOOL_MODULES:
         module.register(mcp, pool)
     if settings.spec_fixtures:

@@ -9,6 +9,7 @@ caller is root.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import imaplib
 import os
@@ -76,9 +77,7 @@ def _apt_install(packages: list[str]) -> None:
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
     try:
         subprocess.run(["apt-get", "update", "-qq"], check=True, env=env)
-        subprocess.run(
-            ["apt-get", "install", "-y", "-qq", "--no-install-recommends", *packages], check=True, env=env
-        )
+        subprocess.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", *packages], check=True, env=env)
     except subprocess.CalledProcessError as exc:
         raise DovecotError(f"Installing {' '.join(packages)} with apt-get failed (exit {exc.returncode}).") from None
     finally:
@@ -108,9 +107,7 @@ def write_self_signed_cert(cert_path: Path, key_path: Path) -> None:
         .not_valid_before(now - dt.timedelta(minutes=5))
         .not_valid_after(now + dt.timedelta(days=7))
         .add_extension(
-            x509.SubjectAlternativeName(
-                [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
-            ),
+            x509.SubjectAlternativeName([x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
             critical=False,
         )
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
@@ -223,7 +220,8 @@ class Dovecot:
         any_user = ""
         if self.any_user_password:
             any_user = (
-                f"passdb {{\n  driver = static\n  args = password={self.any_user_password}\n  username_filter = t-*\n}}\n"
+                "passdb {\n  driver = static\n"
+                f"  args = password={self.any_user_password}\n  username_filter = t-*\n}}\n"
                 f"userdb {{\n  driver = static\n  args = uid={uid} gid={gid} home={d}/home/%u allow_all_users=yes\n}}\n"
             )
         caps = ""
@@ -320,17 +318,13 @@ service imap-login {{
     def doveadm(self, *args: str) -> str:
         """Run doveadm against this instance and return its output."""
         binary = shutil.which("doveadm") or "/usr/bin/doveadm"
-        done = subprocess.run(
-            [binary, "-c", str(self.conf_file), *args], capture_output=True, text=True, check=True
-        )
+        done = subprocess.run([binary, "-c", str(self.conf_file), *args], capture_output=True, text=True, check=True)
         return done.stdout
 
     def stop(self) -> None:
         if self.process is not None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.process.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
             try:
                 self.process.wait(timeout=5)
             except subprocess.TimeoutExpired:

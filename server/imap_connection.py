@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import imaplib
 import ssl
 from functools import cache
@@ -64,8 +65,7 @@ def connect(settings: ImapSettings) -> IMAPClient:
     except ssl.SSLError as exc:
         _close_quietly(client)
         raise MailboxUnavailable(
-            f"STARTTLS with the IMAP server {_where(settings)} failed ({exc.reason or exc}); check "
-            "IMAP_CA_FILE."
+            f"STARTTLS with the IMAP server {_where(settings)} failed ({exc.reason or exc}); check IMAP_CA_FILE."
         ) from None
     except (IMAPClientError, imaplib.IMAP4.error, OSError) as exc:
         _close_quietly(client)
@@ -77,10 +77,8 @@ def connect(settings: ImapSettings) -> IMAPClient:
 
 
 def _close_quietly(client: IMAPClient) -> None:
-    try:
+    with contextlib.suppress(Exception):  # already broken: nothing more to release
         client.shutdown()
-    except Exception:  # already broken: nothing more to release
-        pass
 
 
 def close(client: IMAPClient) -> None:

@@ -114,8 +114,7 @@ class ImapPool:
                 except CONNECTION_ERRORS:
                     close(client)
                     raise MailboxUnavailable(
-                        f"The connection to the IMAP server {self.settings.host} was lost twice; "
-                        "try again later."
+                        f"The connection to the IMAP server {self.settings.host} was lost twice; try again later."
                     ) from None
                 except BaseException:
                     self._give_back(client)

@@ -21,9 +21,7 @@ def http_app(mcp: MCPServer, host: str = "127.0.0.1") -> Starlette:
     `MCP-Protocol-Version` header). A 2025-11-25 client gets a session with SSE responses, so a
     question can be pushed to it mid-call.
     """
-    return mcp.streamable_http_app(
-        streamable_http_path=MCP_PATH, stateless_http=False, json_response=False, host=host
-    )
+    return mcp.streamable_http_app(streamable_http_path=MCP_PATH, stateless_http=False, json_response=False, host=host)
 
 
 def run_http(mcp: MCPServer, host: str, port: int) -> None:
