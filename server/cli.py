@@ -33,7 +33,7 @@ def load_or_exit() -> Settings:
         return load_settings()
     except ConfigError as exc:
         print(f"imap-mcp: {exc}", file=sys.stderr)
-        raise SystemExit(2) from None
+        raise SystemExit(exc.exit_code) from None
 
 
 def main(argv: Sequence[str] | None = None) -> None:

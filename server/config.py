@@ -19,7 +19,15 @@ TLS_MODES: tuple[TlsMode, ...] = ("implicit", "starttls", "none")
 
 
 class ConfigError(ValueError):
-    """A setting is missing or invalid; the message names the variable and what is valid."""
+    """A setting is missing or invalid; the message names the variable and what is valid.
+
+    `exit_code` is what the CLI exits with: 2 for a bad setting, except `ELICITATION`, whose
+    invalid values exit 1 (the value is shared with other MCP servers in one environment).
+    """
+
+    def __init__(self, message: str, exit_code: int = 2) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
 
 
 class Secret:
@@ -61,9 +69,19 @@ class ImapSettings:
         return f"{self.username}@{self.host}"
 
 
+MIN_SEAL_KEY_LENGTH = 32
+
+
 @dataclass(frozen=True)
 class Settings:
     imap: ImapSettings
+    #: ELICITATION: ask through a dialog where the client can show one; false = two-call token only
+    elicitation: bool = True
+    #: IMAP_MCP_SEAL_KEYS: the first seals, every one opens; empty = a random key for this process
+    seal_keys: tuple[Secret, ...] = field(default=(), repr=False)
+    #: IMAP_DOWNLOAD_DIR: where get_attachments writes files; None = return them inline
+    download_dir: Path | None = None
+    #: IMAP_MCP_SPEC_FIXTURES: register the conformance-suite fixtures (test-only)
     spec_fixtures: bool = False
 
 
@@ -129,6 +147,37 @@ def _ca_file(env: Mapping[str, str]) -> Path | None:
     return path
 
 
+def _elicitation(env: Mapping[str, str]) -> bool:
+    value = env.get("ELICITATION")
+    if value is None:
+        return True
+    if value not in ("true", "false"):
+        raise ConfigError(f"ELICITATION={value!r} is not valid: use true or false.", exit_code=1)
+    return value == "true"
+
+
+def _seal_keys(env: Mapping[str, str]) -> tuple[Secret, ...]:
+    raw = env.get("IMAP_MCP_SEAL_KEYS", "")
+    keys = tuple(k.strip() for k in raw.split(",") if k.strip())
+    for position, key in enumerate(keys, start=1):
+        if len(key) < MIN_SEAL_KEY_LENGTH:
+            raise ConfigError(
+                f"IMAP_MCP_SEAL_KEYS key {position} is too short: use comma-separated random keys of at least "
+                f"{MIN_SEAL_KEY_LENGTH} characters each (e.g. from: openssl rand -base64 32)."
+            )
+    return tuple(Secret(k) for k in keys)
+
+
+def _download_dir(env: Mapping[str, str]) -> Path | None:
+    raw = env.get("IMAP_DOWNLOAD_DIR", "").strip()
+    if not raw:
+        return None
+    path = Path(raw).expanduser()
+    if not path.is_dir() or not os.access(path, os.W_OK):
+        raise ConfigError(f"IMAP_DOWNLOAD_DIR={raw!r} is not valid: use an existing directory this user can write to.")
+    return path.resolve()
+
+
 def load_imap_settings(env: Mapping[str, str]) -> ImapSettings:
     host = _required(env, "IMAP_HOST", "the IMAP server's host name, e.g. imap.example.com")
     tls: TlsMode = _choice(env, "IMAP_TLS", TLS_MODES, "implicit")  # type: ignore[assignment]
@@ -153,5 +202,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     env = os.environ if env is None else env
     return Settings(
         imap=load_imap_settings(env),
+        elicitation=_elicitation(env),
+        seal_keys=_seal_keys(env),
+        download_dir=_download_dir(env),
         spec_fixtures=_flag(env, "IMAP_MCP_SPEC_FIXTURES", False),
     )

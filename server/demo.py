@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import signal
 import sys
 
 from .app import build_server
@@ -56,6 +57,8 @@ def run_demo(host: str, port: int) -> None:
             close(client)
         mcp = build_server(settings)
         print(connection_help(f"http://{host}:{port}{MCP_PATH}"), flush=True)
+        # uvicorn re-raises SIGTERM after its graceful shutdown; exit normally so Dovecot is stopped
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
         run_http(mcp, host, port)
     finally:
         dovecot.stop()

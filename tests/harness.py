@@ -1,0 +1,131 @@
+"""Test harness: a throwaway Dovecot, per-test accounts, and imap-mcp servers to talk to.
+
+Every test that touches mail talks to a real Dovecot (Debian `dovecot-imapd`) on 127.0.0.1,
+started once per session by `server/dovecot.py`. Each test gets its own account (`t-<hex>`,
+any such name logs in with `ANY_USER_PASSWORD`), so tests never see each other's mail.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import ssl
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+from imap_mcp.server.config import ImapSettings, Secret, Settings, TlsMode
+from imap_mcp.server.dovecot import Dovecot, free_port
+from imapclient import IMAPClient
+from mcp import StdioServerParameters
+
+ANY_USER_PASSWORD = "test-pw-7f3a"
+#: the two eras, as the SDK client names them
+MODES = ("legacy", "2026-07-28")
+
+
+@dataclass
+class Account:
+    """One test account on the session's Dovecot."""
+
+    dovecot: Dovecot
+    username: str
+    password: str = ANY_USER_PASSWORD
+
+    def port_for(self, tls: TlsMode) -> int:
+        return self.dovecot.tls_port if tls == "implicit" else self.dovecot.port
+
+    def env(self, tls: TlsMode = "implicit", **extra: str) -> dict[str, str]:
+        """The environment for an imap-mcp process serving this account."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("IMAP_", "SMTP_")) and k != "ELICITATION"}
+        env.update(
+            IMAP_HOST="127.0.0.1",
+            IMAP_PORT=str(self.port_for(tls)),
+            IMAP_USERNAME=self.username,
+            IMAP_PASSWORD=self.password,
+            IMAP_TLS=tls,
+            IMAP_CA_FILE=str(self.dovecot.cert_file),
+        )
+        env.update(extra)
+        return env
+
+    def imap_settings(self, tls: TlsMode = "implicit") -> ImapSettings:
+        return ImapSettings(
+            host="127.0.0.1",
+            port=self.port_for(tls),
+            username=self.username,
+            password=Secret(self.password),
+            tls=tls,
+            ca_file=self.dovecot.cert_file,
+        )
+
+    def settings(self, tls: TlsMode = "implicit") -> Settings:
+        return Settings(imap=self.imap_settings(tls))
+
+    def imap(self) -> IMAPClient:
+        """A direct IMAP connection, as another mail client of the same person would have."""
+        context = ssl.create_default_context(cafile=str(self.dovecot.cert_file))
+        client = IMAPClient("127.0.0.1", self.dovecot.tls_port, ssl_context=context, timeout=30)
+        client.login(self.username, self.password)
+        return client
+
+
+def new_account(dovecot: Dovecot) -> Account:
+    return Account(dovecot, f"t-{uuid.uuid4().hex[:12]}")
+
+
+def start_dovecot(**options: object) -> Dovecot:
+    base = Path(os.environ.get("DOVECOT_TMPDIR", "/tmp"))
+    dovecot = Dovecot(users={"alice": "alice-pw"}, any_user_password=ANY_USER_PASSWORD, base=base, **options)  # type: ignore[arg-type]
+    dovecot.start()
+    return dovecot
+
+
+def stdio_params(env: dict[str, str]) -> StdioServerParameters:
+    return StdioServerParameters(command=sys.executable, args=["-m", "imap_mcp.server", "stdio"], env=env)
+
+
+def wait_for_port(port: int, process: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"server exited with {process.returncode} before listening")
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.2):
+            return
+        time.sleep(0.05)
+    raise TimeoutError(f"nothing listened on port {port} within {timeout} s")
+
+
+@contextlib.contextmanager
+def http_server(env: dict[str, str], *args: str) -> Iterator[str]:
+    """Run `imap-mcp serve` on a free port; yields its MCP URL."""
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "imap_mcp.server", "serve", "--port", str(port), *args],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        wait_for_port(port, process)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        if process.stderr:
+            process.stderr.close()
+
+
+def http_get_status(url: str) -> int:
+    return httpx.get(url, timeout=5).status_code

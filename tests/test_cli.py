@@ -1,0 +1,90 @@
+"""The `imap-mcp` command: configuration errors, help, and the demo."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+from harness import Account, wait_for_port
+from imap_mcp.server.dovecot import free_port
+from mcp import Client
+
+pytestmark = pytest.mark.anyio
+
+
+def run_cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "imap_mcp.server", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+@pytest.mark.parametrize(
+    ("change", "variable", "valid"),
+    [
+        ({"IMAP_TLS": "ssl"}, "IMAP_TLS", "implicit, starttls, none"),
+        ({"IMAP_PORT": "99999"}, "IMAP_PORT", "1 to 65535"),
+        ({"IMAP_HOST": ""}, "IMAP_HOST", "host name"),
+        ({"IMAP_USERNAME": ""}, "IMAP_USERNAME", "login name"),
+        ({"IMAP_TLS": "none", "IMAP_HOST": "imap.example.com"}, "IMAP_TLS", "loopback"),
+        ({"IMAP_CA_FILE": "/nonexistent/ca.pem"}, "IMAP_CA_FILE", "PEM file"),
+        ({"IMAP_TIMEOUT": "soon"}, "IMAP_TIMEOUT", "seconds"),
+        ({"IMAP_MCP_SPEC_FIXTURES": "yes"}, "IMAP_MCP_SPEC_FIXTURES", "true, false"),
+    ],
+)
+def test_invalid_setting_exits_2_naming_it(account: Account, change: dict[str, str], variable: str, valid: str) -> None:
+    env = account.env(IMAP_PASSWORD="hunter2-secret", **change)
+    done = run_cli(env, "stdio")
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert variable in lines[0] and valid in lines[0]
+    assert "Traceback" not in done.stderr
+    assert "hunter2-secret" not in done.stderr + done.stdout
+
+
+def test_missing_password_exits_2(account: Account) -> None:
+    env = account.env()
+    del env["IMAP_PASSWORD"]
+    done = run_cli(env, "serve", "--port", str(free_port()))
+    assert done.returncode == 2
+    assert "IMAP_PASSWORD is not set" in done.stderr
+
+
+def test_help_names_every_command() -> None:
+    done = run_cli(dict(os.environ), "--help")
+    assert done.returncode == 0
+    for command in ("stdio", "serve", "demo"):
+        assert command in done.stdout
+
+
+async def test_demo_serves_the_sample_mailbox() -> None:
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("IMAP_")}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "imap_mcp.server", "demo", "--port", str(port)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_for_port(port, process, timeout=60)
+        first_line = process.stdout.readline()  # type: ignore[union-attr]
+        url = first_line.rsplit(" at ", 1)[1].strip()
+        assert url == f"http://127.0.0.1:{port}/mcp"
+        async with Client(url, mode="2026-07-28") as client:
+            result = await client.call_tool("list_mailboxes", {})
+        names = {m["name"]: m["role"] for m in result.structured_content["mailboxes"]}  # type: ignore[index]
+        assert names["INBOX"] == "inbox" and names["Sent"] == "sent" and names["Archive"] == "archive"
+        assert "Projects/Entwürfe" in names
+    finally:
+        process.terminate()
+        process.wait(timeout=15)
+    assert process.returncode == 0, process.stderr.read()  # type: ignore[union-attr]

@@ -1,0 +1,109 @@
+"""list_mailboxes through the SDK client: both eras by stdio and HTTP, TLS and STARTTLS."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from harness import MODES, Account, http_server, stdio_params
+from imap_mcp.server.app import build_server
+from mcp import Client
+
+pytestmark = pytest.mark.anyio
+
+EXPECTED_ROLES = {
+    "INBOX": "inbox",
+    "Sent": "sent",
+    "Drafts": "drafts",
+    "Trash": "trash",
+    "Junk": "junk",
+    "Archive": "archive",
+    "Projects": "none",
+    "Projects/Entwürfe": "none",
+    "Public/Team": "none",
+}
+
+
+def by_name(result: Any) -> dict[str, dict[str, Any]]:
+    assert not result.is_error, result.content
+    return {m["name"]: m for m in result.structured_content["mailboxes"]}
+
+
+def assert_sample_mailboxes(mailboxes: dict[str, dict[str, Any]]) -> None:
+    for name, role in EXPECTED_ROLES.items():
+        assert mailboxes[name]["role"] == role, name
+        assert mailboxes[name]["selectable"] is True, name
+        assert mailboxes[name]["delimiter"] == "/"
+    assert mailboxes["Public"]["selectable"] is False  # a pure folder (\Noselect)
+    assert next(iter(mailboxes)) == "INBOX"
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_over_stdio(account: Account, mode: str) -> None:
+    async with Client(stdio_params(account.env()), mode=mode) as client:
+        expected_version = "2025-11-25" if mode == "legacy" else "2026-07-28"
+        assert client.protocol_version == expected_version
+        assert_sample_mailboxes(by_name(await client.call_tool("list_mailboxes", {})))
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_over_http(account: Account, mode: str) -> None:
+    with http_server(account.env()) as url:
+        async with Client(url, mode=mode) as client:
+            assert client.protocol_version == ("2025-11-25" if mode == "legacy" else "2026-07-28")
+            assert_sample_mailboxes(by_name(await client.call_tool("list_mailboxes", {})))
+
+
+@pytest.mark.parametrize("tls", ["implicit", "starttls"])
+async def test_over_tls_and_starttls(account: Account, tls: str) -> None:
+    async with Client(build_server(account.settings(tls)), mode="2026-07-28") as client:  # type: ignore[arg-type]
+        assert_sample_mailboxes(by_name(await client.call_tool("list_mailboxes", {})))
+
+
+async def test_annotations_and_title(account: Account) -> None:
+    async with Client(build_server(account.settings())) as client:
+        tool = next(t for t in (await client.list_tools()).tools if t.name == "list_mailboxes")
+    assert tool.title == "List mailboxes"
+    wire = tool.annotations.model_dump(by_alias=True, exclude_none=True)  # type: ignore[union-attr]
+    assert wire == {
+        "title": "List mailboxes",
+        "readOnlyHint": True,
+        "destructiveHint": False,
+        "idempotentHint": True,
+        "openWorldHint": True,
+    }
+
+
+async def test_bad_password_is_a_clean_tool_error(account: Account) -> None:
+    account.password = "wrong-secret-Zq9"
+    with http_server(account.env()) as url:
+        async with Client(url, mode="2026-07-28") as client:
+            result = await client.call_tool("list_mailboxes", {})
+    assert result.is_error
+    text = result.content[0].text  # type: ignore[union-attr]
+    assert "refused the login" in text and "IMAP_PASSWORD" in text
+    assert "wrong-secret-Zq9" not in text
+
+
+async def test_unreachable_server_is_a_clean_tool_error(account: Account) -> None:
+    settings = account.settings()
+    from dataclasses import replace
+
+    from imap_mcp.server.dovecot import free_port
+
+    dead = replace(settings, imap=replace(settings.imap, port=free_port()))
+    async with Client(build_server(dead)) as client:
+        result = await client.call_tool("list_mailboxes", {})
+    assert result.is_error
+    assert "Cannot reach the IMAP server" in result.content[0].text  # type: ignore[union-attr]
+
+
+async def test_a_warm_process_reuses_its_connection(account: Account) -> None:
+    from imap_mcp.server.imap_pool import ImapPool
+
+    pool = ImapPool(account.imap_settings())
+    async with Client(build_server(account.settings(), pool=pool)) as client:
+        for _ in range(3):
+            by_name(await client.call_tool("list_mailboxes", {}))
+    assert pool.opened == 1
+    pool.close_all()
