@@ -18,7 +18,7 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import Harness
+from pinned_suite import Harness
 
 SCORED = json.loads((Path(__file__).parent / "scored-scenarios.json").read_text())["scored"]
 REVISIONS = tuple(SCORED)
@@ -103,7 +103,7 @@ def test_scored_scenarios_raise_no_should_level_warnings(suite: Callable[[str], 
 
 def test_harness_is_the_pin_and_runs_on_node_22(conformance_cli: Harness) -> None:
     """The suite runs on the npm-installed Node 22, not the system Node (which stays at whatever it is)."""
-    node = conformance_cli.run("-e", "process.stdout.write(process.version)", timeout=30)
+    node = conformance_cli.node("-e", "process.stdout.write(process.version)", timeout=30)
     version = conformance_cli.run("--version", timeout=30)
     assert node.stdout.startswith("v22."), node.stdout + node.stderr
     assert version.stdout.strip() == PINNED_HARNESS, version.stdout + version.stderr

