@@ -6,9 +6,11 @@ never used. A missing install is done with `npm ci` from the committed lock file
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +20,7 @@ HARNESS_DIR = Path(__file__).parent
 NODE_BIN = HARNESS_DIR / "node_modules" / ".bin"
 HARNESS_ENTRY = HARNESS_DIR / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
 NPM_CI_TIMEOUT_S = 300
+INSTALL_LOCK = Path(tempfile.gettempdir()) / "imap-mcp-conformance-npm-ci.lock"
 
 
 @dataclass(frozen=True)
@@ -62,7 +65,12 @@ def _npm_ci() -> None:
 
 
 def installed_harness() -> Harness:
-    """The pinned harness, installed first when missing; a failed install fails the test, never skips it."""
-    if not _installed():
-        _npm_ci()
+    """The pinned harness, installed first when missing; a failed install fails the test, never skips it.
+
+    The install holds a file lock: pytest-xdist workers may all reach here at once.
+    """
+    with INSTALL_LOCK.open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not _installed():
+            _npm_ci()
     return Harness(env=dict(os.environ, PATH=f"{NODE_BIN}{os.pathsep}{os.environ.get('PATH', '')}", NO_COLOR="1"))
