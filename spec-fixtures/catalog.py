@@ -55,11 +55,17 @@ def test_prompt_with_image() -> list[UserMessage]:
     ]
 
 
+def test_prompt_internal_error() -> list[UserMessage]:
+    """Crashes on purpose, so the wire tests can see an internal error (-32603) without the reason leaking."""
+    raise RuntimeError("test_prompt_internal_error crashes on purpose")
+
+
 PROMPTS = (
     test_simple_prompt,
     test_prompt_with_arguments,
     test_prompt_with_embedded_resource,
     test_prompt_with_image,
+    test_prompt_internal_error,
 )
 
 
