@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import TypeVar
 
-from .config import ConfigError, Settings, load_settings
+from .config import ConfigError, load_settings
+from .http_access import load_http_settings
 from .logs import setup_logging
 
 DEFAULT_HTTP_PORT = 8000
+T = TypeVar("T")
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -28,9 +32,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def load_or_exit() -> Settings:
+def load_or_exit(loader: Callable[[Mapping[str, str]], T] = load_settings) -> T:  # type: ignore[assignment]
     try:
-        return load_settings()
+        return loader(os.environ)
     except ConfigError as exc:
         print(f"imap-mcp: {exc}", file=sys.stderr)
         raise SystemExit(exc.exit_code) from None
@@ -48,8 +52,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     from .app import build_server
     from .transports import run_http, run_stdio
 
-    mcp = build_server(settings)
     if args.command == "serve":
-        run_http(mcp, args.host, args.port)
+        http_settings = load_or_exit(load_http_settings)
+        run_http(build_server(settings), args.host, args.port, http_settings)
     else:
-        run_stdio(mcp)
+        run_stdio(build_server(settings))

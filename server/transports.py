@@ -5,7 +5,10 @@ from __future__ import annotations
 import anyio
 import uvicorn
 from mcp.server.mcpserver import MCPServer
-from starlette.applications import Starlette
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.types import ASGIApp
+
+from .http_access import AccessControl, HttpSettings
 
 MCP_PATH = "/mcp"
 
@@ -14,15 +17,25 @@ def run_stdio(mcp: MCPServer) -> None:
     anyio.run(mcp.run_stdio_async)
 
 
-def http_app(mcp: MCPServer, host: str = "127.0.0.1") -> Starlette:
-    """The ASGI app at `/mcp`.
+def http_app(mcp: MCPServer, settings: HttpSettings | None = None) -> ASGIApp:
+    """The ASGI app: `/mcp` behind `AccessControl`, plus `/healthz`.
 
     2026-07-28 requests are always stateless single POSTs (the SDK routes them by the
-    `MCP-Protocol-Version` header). A 2025-11-25 client gets a session with SSE responses, so a
-    question can be pushed to it mid-call.
+    `MCP-Protocol-Version` header), so any replica can answer any of them. A 2025-11-25 client
+    gets a session with SSE responses by default, so a question can be pushed to it mid-call;
+    `IMAP_MCP_LEGACY_HTTP=stateless` serves those clients without a session (for replicas
+    without sticky routing; guarded tools then use the two-call token).
+    Host and Origin are checked by `AccessControl`, so the SDK's localhost-only check is off.
     """
-    return mcp.streamable_http_app(streamable_http_path=MCP_PATH, stateless_http=False, json_response=False, host=host)
+    settings = settings or HttpSettings()
+    sdk_app = mcp.streamable_http_app(
+        streamable_http_path=MCP_PATH,
+        stateless_http=settings.legacy_http == "stateless",
+        json_response=False,
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )
+    return AccessControl(sdk_app, settings)
 
 
-def run_http(mcp: MCPServer, host: str, port: int) -> None:
-    uvicorn.run(http_app(mcp, host=host), host=host, port=port, log_level="warning", lifespan="on")
+def run_http(mcp: MCPServer, host: str, port: int, settings: HttpSettings | None = None) -> None:
+    uvicorn.run(http_app(mcp, settings), host=host, port=port, log_level="warning", lifespan="on")

@@ -1,0 +1,28 @@
+"""An ASGI application factory, for any ASGI server and for serverless platforms.
+
+    uvicorn --factory imap_mcp.server.asgi:create_app --host 0.0.0.0 --port 8000
+    hypercorn 'imap_mcp.server.asgi:create_app()'
+
+Settings come from the environment, as for `imap-mcp serve`. Nothing runs in the background
+for correctness; the ASGI server must run the app's lifespan (uvicorn, hypercorn and Mangum
+with lifespan="auto" do), which starts and stops the SDK's request handling.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from starlette.types import ASGIApp
+
+from .app import build_server
+from .config import load_settings
+from .http_access import load_http_settings
+from .logs import setup_logging
+from .transports import http_app
+
+
+def create_app(env: Mapping[str, str] | None = None) -> ASGIApp:
+    env = os.environ if env is None else env
+    setup_logging()
+    return http_app(build_server(load_settings(env)), load_http_settings(env))

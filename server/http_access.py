@@ -1,0 +1,145 @@
+"""Who may talk to the HTTP endpoint: Host/Origin validation and bearer tokens.
+
+Every request is checked on its own — there is no session to remember a caller by. The order:
+`/healthz` answers without checks (for load balancers); a Host not in the allowed list gets
+421, an Origin whose host is not in it gets 403; then, when tokens are configured, a request
+without a valid `Authorization: Bearer` token gets 401 with `WWW-Authenticate`. A valid token
+becomes the request's *principal* (a digest of the token, never the token itself), which is
+bound into every approval, so an approval one caller obtained cannot be used by another.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+from starlette.datastructures import Headers
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from .config import ConfigError, Secret
+
+LOCAL_HOSTS = ("localhost", "127.0.0.1", "[::1]")
+MIN_TOKEN_LENGTH = 16
+PRINCIPAL_STATE_KEY = "imap_mcp_principal"
+HEALTH_PATH = "/healthz"
+LegacyHttpMode = Literal["session", "stateless"]
+
+
+@dataclass(frozen=True)
+class HttpSettings:
+    #: IMAP_MCP_ALLOWED_HOSTS: host names (port ignored) accepted in Host and Origin; ("*",) = any
+    allowed_hosts: tuple[str, ...] = LOCAL_HOSTS
+    #: IMAP_MCP_AUTH_TOKENS: bearer tokens; empty = no authentication (loopback use only)
+    auth_tokens: tuple[Secret, ...] = field(default=(), repr=False)
+    #: IMAP_MCP_LEGACY_HTTP: how 2025-11-25 HTTP clients are served
+    legacy_http: LegacyHttpMode = "session"
+
+
+def _host_name(value: str) -> str:
+    """`Example.com:8000` → `example.com`; `[::1]:80` → `[::1]`."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        return value[: value.find("]") + 1] if "]" in value else value
+    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+
+
+def load_http_settings(env: Mapping[str, str]) -> HttpSettings:
+    raw_hosts = env.get("IMAP_MCP_ALLOWED_HOSTS", "").strip()
+    hosts = tuple(_host_name(h) for h in raw_hosts.split(",") if h.strip()) if raw_hosts else LOCAL_HOSTS
+    tokens = tuple(t.strip() for t in env.get("IMAP_MCP_AUTH_TOKENS", "").split(",") if t.strip())
+    for position, token in enumerate(tokens, start=1):
+        if len(token) < MIN_TOKEN_LENGTH:
+            raise ConfigError(
+                f"IMAP_MCP_AUTH_TOKENS token {position} is too short: use comma-separated random tokens of at "
+                f"least {MIN_TOKEN_LENGTH} characters (e.g. from: openssl rand -hex 24)."
+            )
+    legacy = env.get("IMAP_MCP_LEGACY_HTTP", "session")
+    if legacy not in ("session", "stateless"):
+        raise ConfigError(f"IMAP_MCP_LEGACY_HTTP={legacy!r} is not valid: use session or stateless.")
+    return HttpSettings(allowed_hosts=hosts, auth_tokens=tuple(Secret(t) for t in tokens), legacy_http=legacy)  # type: ignore[arg-type]
+
+
+def principal_for_token(token: str) -> str:
+    """The identity a token stands for: a digest, so logs and seals never carry the token."""
+    return "token:" + hashlib.sha256(token.encode()).hexdigest()[:16]
+
+
+def principal_of_scope(scope: Mapping[str, Any]) -> str | None:
+    state = scope.get("state") or {}
+    value = state.get(PRINCIPAL_STATE_KEY)
+    return value if isinstance(value, str) else None
+
+
+class AccessControl:
+    """ASGI middleware enforcing `HttpSettings` in front of the MCP app."""
+
+    def __init__(self, app: ASGIApp, settings: HttpSettings) -> None:
+        self.app = app
+        self.settings = settings
+        self._any_host = "*" in settings.allowed_hosts
+
+    def _host_allowed(self, host: str | None) -> bool:
+        return self._any_host or (host is not None and _host_name(host) in self.settings.allowed_hosts)
+
+    def _origin_allowed(self, origin: str | None) -> bool:
+        if origin is None or self._any_host:
+            return True
+        netloc = urlsplit(origin).netloc
+        return bool(netloc) and _host_name(netloc) in self.settings.allowed_hosts
+
+    def _principal(self, authorization: str | None) -> str | None:
+        """The principal of a valid bearer token, else None (compared in constant time)."""
+        if not authorization or authorization[:7].lower() != "bearer ":
+            return None
+        presented = authorization[7:].strip().encode()
+        match = None
+        for token in self.settings.auth_tokens:
+            if hmac.compare_digest(presented, token.reveal().encode()):
+                match = token.reveal()
+        return principal_for_token(match) if match else None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        if scope.get("path") == HEALTH_PATH:
+            await _respond(send, 200, {"status": "ok"})
+            return
+        headers = Headers(scope=scope)
+        if not self._host_allowed(headers.get("host")):
+            await _respond(send, 421, _error("Host not allowed: add it to IMAP_MCP_ALLOWED_HOSTS."))
+            return
+        if not self._origin_allowed(headers.get("origin")):
+            await _respond(send, 403, _error("Origin not allowed: add its host to IMAP_MCP_ALLOWED_HOSTS."))
+            return
+        if self.settings.auth_tokens:
+            principal = self._principal(headers.get("authorization"))
+            if principal is None:
+                await _respond(
+                    send,
+                    401,
+                    _error("Missing or invalid bearer token."),
+                    [(b"www-authenticate", b'Bearer realm="imap-mcp", error="invalid_token"')],
+                )
+                return
+            scope.setdefault("state", {})[PRINCIPAL_STATE_KEY] = principal
+        await self.app(scope, receive, send)
+
+
+def _error(message: str) -> dict[str, Any]:
+    """A JSON-RPC error body without an id, as the spec allows on HTTP-level refusals."""
+    return {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}}
+
+
+async def _respond(
+    send: Send, status: int, body: Mapping[str, Any], extra_headers: list[tuple[bytes, bytes]] | None = None
+) -> None:
+    payload = json.dumps(body).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers + (extra_headers or [])})
+    await send({"type": "http.response.body", "body": payload})
