@@ -5,6 +5,15 @@ by anyone else, and no result depends on which connection it was. Idle connectio
 closed after `idle_seconds`; one idle for more than `check_after` seconds gets a NOOP before
 it is handed out. An operation that fails because a reused connection had been dropped is
 run once more on a fresh one.
+
+An `InMailbox` operation reads one mailbox. The pool EXAMINEs it (read-only, so nothing it
+does can change flags) and remembers that the connection has it examined, so the next read
+of the same mailbox on that connection skips the EXAMINE, which on a large Maildir also
+saves the server re-reading its UID list. The memory is only a shortcut: before every such
+read the pool sends NOOP (the server reports new and expunged messages, or drops the session
+if the mailbox was renumbered) and STATUS UIDVALIDITY, and it EXAMINEs again whenever the
+UIDVALIDITY differs. Any other operation may select what it likes, so after one the pool
+forgets what the connection had selected.
 """
 
 from __future__ import annotations
@@ -16,10 +25,11 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, Generic, TypeVar
 
 import anyio.to_thread
 from imapclient import IMAPClient
+from imapclient.exceptions import IMAPClientError
 
 from .config import ImapSettings
 from .imap_connection import MailboxUnavailable, close, connect
@@ -37,10 +47,61 @@ CONNECTION_ERRORS: tuple[type[BaseException], ...] = (
 )
 
 
+class NoSuchMailbox(Exception):
+    """The mailbox cannot be opened (it does not exist, or cannot hold messages)."""
+
+
+@dataclass(frozen=True)
+class Examined:
+    """A mailbox examined on a connection, with the UIDVALIDITY the server reported just now."""
+
+    mailbox: str
+    uidvalidity: int
+
+
+@dataclass(frozen=True)
+class InMailbox(Generic[T]):
+    """An operation that only reads `mailbox`: `read(client, examined)` runs with it EXAMINEd."""
+
+    mailbox: str
+    read: Callable[[IMAPClient, Examined], T]
+
+    def __call__(self, client: IMAPClient) -> T:
+        return self.read(client, examine(client, self.mailbox))
+
+
+def examine(client: IMAPClient, mailbox: str) -> Examined:
+    """EXAMINE `mailbox` (read-only: no read here can set \\Seen) and return its UIDVALIDITY."""
+    try:
+        response = client.select_folder(mailbox, readonly=True)
+    except IMAPClientError as exc:
+        raise NoSuchMailbox(
+            f"Mailbox {mailbox!r} cannot be opened ({_server_reason(exc)}); check the name with list_mailboxes "
+            "and pass it exactly as listed."
+        ) from None
+    return Examined(mailbox, int(response[b"UIDVALIDITY"]))
+
+
+def _server_reason(exc: Exception) -> str:
+    text = str(exc)
+    return text.split(": ", 1)[-1][:200] if ": " in text else text[:200]
+
+
+def _current_uidvalidity(client: IMAPClient, mailbox: str) -> int | None:
+    """Sync the examined view (NOOP), then ask the server for the mailbox's UIDVALIDITY now."""
+    client.noop()
+    try:
+        status = client.folder_status(mailbox, [b"UIDVALIDITY"])
+    except IMAPClientError:
+        return None
+    return int(status[b"UIDVALIDITY"])
+
+
 @dataclass
-class _Idle:
+class _Connection:
     client: IMAPClient
     since: float
+    examined: Examined | None = None
 
 
 class ImapPool:
@@ -54,40 +115,68 @@ class ImapPool:
     ) -> None:
         self.settings = settings
         self._connector = connector
-        self._idle: list[_Idle] = []
+        self._idle: list[_Connection] = []
         self._lock = threading.Lock()
         self._slots = threading.BoundedSemaphore(max_size)
         self._idle_seconds = idle_seconds
         self._check_after = check_after
         self.opened = 0  #: connections opened so far (for tests and benchmarks)
+        self.examines = 0  #: EXAMINE commands sent for `InMailbox` operations (for tests and benchmarks)
 
-    def _take_idle(self) -> IMAPClient | None:
+    def _take_idle(self) -> _Connection | None:
         now = time.monotonic()
         with self._lock:
-            expired = [i for i in self._idle if now - i.since > self._idle_seconds]
-            self._idle = [i for i in self._idle if now - i.since <= self._idle_seconds]
+            expired = [c for c in self._idle if now - c.since > self._idle_seconds]
+            self._idle = [c for c in self._idle if now - c.since <= self._idle_seconds]
             chosen = self._idle.pop() if self._idle else None
         for item in expired:
             close(item.client)
         if chosen is None:
             return None
-        if now - chosen.since > self._check_after:
+        if now - chosen.since > self._check_after and chosen.examined is None:
+            # an examined connection gets its NOOP from `_examined` anyway
             try:
                 chosen.client.noop()
             except Exception:
                 close(chosen.client)
                 return None
-        return chosen.client
+        return chosen
 
-    def _open(self) -> IMAPClient:
+    def _open(self) -> _Connection:
         client = self._connector(self.settings)
         with self._lock:
             self.opened += 1
-        return client
+        return _Connection(client, time.monotonic())
 
-    def _give_back(self, client: IMAPClient) -> None:
+    def _give_back(self, connection: _Connection) -> None:
+        connection.since = time.monotonic()
         with self._lock:
-            self._idle.append(_Idle(client, time.monotonic()))
+            self._idle.append(connection)
+
+    def _examined(self, connection: _Connection, mailbox: str) -> Examined:
+        """`mailbox` examined on `connection`, re-EXAMINEd unless the server confirms the remembered UIDVALIDITY."""
+        known = connection.examined
+        connection.examined = None
+        still_valid = (
+            known is not None
+            and known.mailbox == mailbox
+            and _current_uidvalidity(connection.client, mailbox) == known.uidvalidity
+        )
+        if known is not None and still_valid:
+            connection.examined = known
+            return known
+        fresh = examine(connection.client, mailbox)
+        with self._lock:
+            self.examines += 1
+        connection.examined = fresh
+        return fresh
+
+    def _attempt(self, connection: _Connection, operation: Callable[[IMAPClient], T]) -> T:
+        if isinstance(operation, InMailbox):
+            reading: InMailbox[Any] = operation
+            return reading.read(connection.client, self._examined(connection, reading.mailbox))
+        connection.examined = None  # the operation may select anything
+        return operation(connection.client)
 
     def run_sync(self, operation: Callable[[IMAPClient], T], retry: bool = True) -> T:
         """Run `operation` on a connection of its own; retry once on a fresh one if a reused one dropped.
@@ -95,34 +184,34 @@ class ImapPool:
         Pass `retry=False` for an operation that must not run twice (an APPEND, a send).
         """
         with self._slots:
-            client = self._take_idle()
-            reused = client is not None
-            if client is None:
-                client = self._open()
+            connection = self._take_idle()
+            reused = connection is not None
+            if connection is None:
+                connection = self._open()
             try:
-                result = operation(client)
+                result = self._attempt(connection, operation)
             except CONNECTION_ERRORS:
-                close(client)
+                close(connection.client)
                 if not (reused and retry):
                     raise MailboxUnavailable(
                         f"The connection to the IMAP server {self.settings.host} was lost during the "
                         "operation; try again."
                     ) from None
-                client = self._open()
+                connection = self._open()
                 try:
-                    result = operation(client)
+                    result = self._attempt(connection, operation)
                 except CONNECTION_ERRORS:
-                    close(client)
+                    close(connection.client)
                     raise MailboxUnavailable(
                         f"The connection to the IMAP server {self.settings.host} was lost twice; try again later."
                     ) from None
                 except BaseException:
-                    self._give_back(client)
+                    self._give_back(connection)
                     raise
             except BaseException:
-                self._give_back(client)
+                self._give_back(connection)
                 raise
-            self._give_back(client)
+            self._give_back(connection)
             return result
 
     async def run(self, operation: Callable[[IMAPClient], T], retry: bool = True) -> T:

@@ -1,70 +1,68 @@
-"""From message ids to one mailbox's UIDs, checked against the server before anything acts.
+"""From what a tool was given to the messages it may act on.
 
-Tools take `ids` (the opaque `imap.<mailbox>.<UIDVALIDITY>.<UID>` of `message_ids`); the
-deprecated form is a `mailbox` plus `uids`, which trusts whatever UIDVALIDITY the mailbox has
-now. `resolve` groups ids by mailbox; `select_checked` selects one group's mailbox and refuses
-it as stale (`StaleMessageId`) when the mailbox was re-created or renumbered since the ids
-were issued, so a UID is never applied to a message it did not name.
+Tools take message ids (`imap.…`, see `message_ids`), or — deprecated, for compatibility — a
+mailbox name with UIDs. `resolve_targets` turns either form into `Target`s, one per mailbox;
+`check_target` compares a target with the UIDVALIDITY the server reports now and refuses a
+stale id (`StaleMessageId`), so a tool never acts on whatever message has that UID today.
+A deprecated mailbox+uid pair has no UIDVALIDITY of its own and is taken to mean "now".
+UIDs are always UIDs: a sequence number or a range such as `1:*` is never accepted.
 """
 
 from __future__ import annotations
 
-import imaplib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from imapclient import IMAPClient
-from imapclient.exceptions import IMAPClientError
-
-from .message_ids import InvalidMessageId, MessageRef, StaleMessageId, check_uidvalidity, decode_id, encode_id
-
-
-class UnknownMailbox(ValueError):
-    """The mailbox does not exist (or this account may not open it)."""
+from .message_ids import MAX_UID, InvalidMessageId, MessageRef, check_uidvalidity, decode_id
 
 
 @dataclass(frozen=True)
-class MessageSelection:
-    """UIDs of one mailbox. `uidvalidity` is None only for the deprecated mailbox+uids form."""
+class Target:
+    """UIDs in one mailbox; `uidvalidity` is None when they came as deprecated mailbox+uid."""
 
     mailbox: str
     uidvalidity: int | None
     uids: tuple[int, ...]
 
-    def ids(self, uidvalidity: int) -> list[str]:
-        """The message ids of these UIDs under `uidvalidity`."""
-        return [encode_id(MessageRef(self.mailbox, uidvalidity, uid)) for uid in self.uids]
+
+def _checked_uid(uid: object) -> int:
+    if isinstance(uid, bool) or not isinstance(uid, int) or not 1 <= uid <= MAX_UID:
+        raise InvalidMessageId(
+            f"{uid!r} is not a UID: give a whole number from 1 to {MAX_UID} (ranges such as 1:* and sequence "
+            "numbers are not accepted); better, pass the message id a tool returned."
+        )
+    return uid
 
 
-def resolve(
-    ids: Sequence[str] | None, mailbox: str | None = None, uids: Sequence[int] | None = None
-) -> list[MessageSelection]:
-    """Group `ids` by mailbox (first-seen order, UIDs sorted); or take the deprecated `mailbox`+`uids`."""
+def resolve_targets(ids: Sequence[str] | None, mailbox: str | None, uids: Sequence[int] | None) -> list[Target]:
+    """The targets named by `ids`, or by the deprecated `mailbox` + `uids`; exactly one form must be given.
+
+    Ids are grouped by mailbox (and UIDVALIDITY) in the order they first appear; duplicates are dropped.
+    """
+    if ids and (mailbox is not None or uids):
+        raise InvalidMessageId("Give either message ids or the deprecated mailbox + uid, not both.")
     if ids:
-        if mailbox is not None or uids:
-            raise InvalidMessageId("Give either ids or mailbox+uids, not both; prefer ids.")
-        groups: dict[tuple[str, int], set[int]] = {}
+        groups: dict[tuple[str, int], list[int]] = {}
         for raw in ids:
             ref = decode_id(raw)
-            groups.setdefault((ref.mailbox, ref.uidvalidity), set()).add(ref.uid)
-        return [MessageSelection(name, validity, tuple(sorted(found))) for (name, validity), found in groups.items()]
-    if mailbox and uids:
-        return [MessageSelection(mailbox, None, tuple(sorted(set(uids))))]
-    raise InvalidMessageId("No messages given: pass ids as returned by search_messages or get_message.")
+            uid_list = groups.setdefault((ref.mailbox, ref.uidvalidity), [])
+            if ref.uid not in uid_list:
+                uid_list.append(ref.uid)
+        return [Target(box, validity, tuple(found)) for (box, validity), found in groups.items()]
+    if mailbox is None or not uids:
+        raise InvalidMessageId("Give the message id a tool returned (or, deprecated, mailbox together with uid).")
+    return [Target(mailbox, None, tuple(dict.fromkeys(_checked_uid(u) for u in uids)))]
 
 
-def select_checked(client: IMAPClient, selection: MessageSelection, readonly: bool = True) -> int:
-    """Select the selection's mailbox and return its UIDVALIDITY; `StaleMessageId` if it changed."""
-    try:
-        info = client.select_folder(selection.mailbox, readonly=readonly)
-    except (IMAPClientError, imaplib.IMAP4.error):
-        raise UnknownMailbox(
-            f"The mailbox {selection.mailbox!r} does not exist or cannot be opened; list_mailboxes shows the names."
-        ) from None
-    current = int(info[b"UIDVALIDITY"])
-    if selection.uidvalidity is not None:
-        check_uidvalidity(MessageRef(selection.mailbox, selection.uidvalidity, selection.uids[0]), current)
-    return current
+def resolve_one(message_id: str | None, mailbox: str | None, uid: int | None) -> Target:
+    """The single message named by `message_id`, or by the deprecated `mailbox` + `uid`."""
+    targets = resolve_targets([message_id] if message_id else None, mailbox, [uid] if uid is not None else None)
+    return targets[0]
 
 
-__all__ = ["MessageSelection", "StaleMessageId", "UnknownMailbox", "resolve", "select_checked"]
+def check_target(target: Target, current_uidvalidity: int) -> list[MessageRef]:
+    """The target's messages under the mailbox's current UIDVALIDITY; `StaleMessageId` if it changed."""
+    refs = [MessageRef(target.mailbox, target.uidvalidity or current_uidvalidity, uid) for uid in target.uids]
+    for ref in refs:
+        check_uidvalidity(ref, current_uidvalidity)
+    return refs
