@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from .outgoing import OutgoingError, parse_address
+
 TlsMode = Literal["implicit", "starttls", "none"]
 TLS_MODES: tuple[TlsMode, ...] = ("implicit", "starttls", "none")
 
@@ -69,12 +71,29 @@ class ImapSettings:
         return f"{self.username}@{self.host}"
 
 
+@dataclass(frozen=True)
+class SmtpSettings:
+    """Where and how sent mail leaves: the account's submission server."""
+
+    host: str
+    port: int
+    username: str
+    password: Secret = field(repr=False)
+    #: SMTP_FROM: the From address, e.g. `Alice <alice@example.com>`
+    sender: str
+    tls: TlsMode = "implicit"
+    ca_file: Path | None = None
+    timeout: float = 30.0
+
+
 MIN_SEAL_KEY_LENGTH = 32
 
 
 @dataclass(frozen=True)
 class Settings:
     imap: ImapSettings
+    #: SMTP_*: None when SMTP_HOST is unset, and then the sending tools are not offered
+    smtp: SmtpSettings | None = None
     #: ELICITATION: ask through a dialog where the client can show one; false = two-call token only
     elicitation: bool = True
     #: IMAP_MCP_SEAL_KEYS: the first seals, every one opens; empty = a random key for this process
@@ -137,13 +156,13 @@ def _flag(env: Mapping[str, str], name: str, default: bool) -> bool:
     return _choice(env, name, ("true", "false"), "true" if default else "false") == "true"
 
 
-def _ca_file(env: Mapping[str, str]) -> Path | None:
-    raw = env.get("IMAP_CA_FILE", "").strip()
+def _ca_file(env: Mapping[str, str], name: str = "IMAP_CA_FILE") -> Path | None:
+    raw = env.get(name, "").strip()
     if not raw:
         return None
     path = Path(raw).expanduser()
     if not path.is_file():
-        raise ConfigError(f"IMAP_CA_FILE={raw!r} is not valid: use the path of a readable PEM file.")
+        raise ConfigError(f"{name}={raw!r} is not valid: use the path of a readable PEM file.")
     return path
 
 
@@ -178,14 +197,20 @@ def _download_dir(env: Mapping[str, str]) -> Path | None:
     return path.resolve()
 
 
-def load_imap_settings(env: Mapping[str, str]) -> ImapSettings:
-    host = _required(env, "IMAP_HOST", "the IMAP server's host name, e.g. imap.example.com")
-    tls: TlsMode = _choice(env, "IMAP_TLS", TLS_MODES, "implicit")  # type: ignore[assignment]
+def _tls_mode(env: Mapping[str, str], protocol: str, host: str) -> TlsMode:
+    """`<protocol>_TLS` (default implicit); `none` only for a loopback `<protocol>_HOST`."""
+    tls: TlsMode = _choice(env, f"{protocol}_TLS", TLS_MODES, "implicit")  # type: ignore[assignment]
     if tls == "none" and not is_loopback(host):
         raise ConfigError(
-            f"IMAP_TLS='none' is not valid for IMAP_HOST={host!r}: an unencrypted connection is "
+            f"{protocol}_TLS='none' is not valid for {protocol}_HOST={host!r}: an unencrypted connection is "
             "accepted only for a loopback host; use implicit or starttls."
         )
+    return tls
+
+
+def load_imap_settings(env: Mapping[str, str]) -> ImapSettings:
+    host = _required(env, "IMAP_HOST", "the IMAP server's host name, e.g. imap.example.com")
+    tls = _tls_mode(env, "IMAP", host)
     return ImapSettings(
         host=host,
         port=_port(env, "IMAP_PORT", 993 if tls == "implicit" else 143),
@@ -197,11 +222,51 @@ def load_imap_settings(env: Mapping[str, str]) -> ImapSettings:
     )
 
 
+SMTP_DEFAULT_PORTS: dict[TlsMode, int] = {"implicit": 465, "starttls": 587, "none": 25}
+
+
+def _smtp_sender(env: Mapping[str, str], username: str) -> str:
+    """SMTP_FROM, else the login name when it is an email address; checked as one plain address."""
+    raw = env.get("SMTP_FROM", "").strip()
+    name = "SMTP_FROM" if raw else "IMAP_USERNAME"
+    if not raw and "@" not in username:
+        raise ConfigError(
+            f"SMTP_FROM is not set and IMAP_USERNAME={username!r} is not an email address: set SMTP_FROM to the "
+            "address mail is sent from, e.g. 'Alice <alice@example.com>'."
+        )
+    try:
+        return str(parse_address(raw or username, field="From"))
+    except OutgoingError as exc:
+        raise ConfigError(f"{name} is not valid as the sender: {exc}") from None
+
+
+def load_smtp_settings(env: Mapping[str, str], imap: ImapSettings) -> SmtpSettings | None:
+    """The SMTP settings, or None when SMTP_HOST is unset; login and CA file default to the IMAP ones."""
+    host = env.get("SMTP_HOST", "").strip()
+    if not host:
+        return None
+    tls = _tls_mode(env, "SMTP", host)
+    username = env.get("SMTP_USERNAME", "").strip() or imap.username
+    password = Secret(env["SMTP_PASSWORD"]) if env.get("SMTP_PASSWORD") else imap.password
+    return SmtpSettings(
+        host=host,
+        port=_port(env, "SMTP_PORT", SMTP_DEFAULT_PORTS[tls]),
+        username=username,
+        password=password,
+        sender=_smtp_sender(env, imap.username),
+        tls=tls,
+        ca_file=_ca_file(env, "SMTP_CA_FILE") or imap.ca_file,
+        timeout=_positive_float(env, "SMTP_TIMEOUT", imap.timeout),
+    )
+
+
 def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     """Read every setting from `env` (default: the process environment)."""
     env = os.environ if env is None else env
+    imap = load_imap_settings(env)
     return Settings(
-        imap=load_imap_settings(env),
+        imap=imap,
+        smtp=load_smtp_settings(env, imap),
         elicitation=_elicitation(env),
         seal_keys=_seal_keys(env),
         download_dir=_download_dir(env),
