@@ -1,1 +1,23 @@
-"""imap-mcp: sealing."""
+"""Sealing: approvals bound to the exact target, under a rotating key ring.
+
+Pure: imports neither IMAP nor MCP code. `fingerprint` turns a `Target` into canonical bytes
+and a digest; `seal` signs a `Claim` (fingerprint + question digest) with a `KeyRing`.
+"""
+
+from .fingerprint import Target, canonical_bytes, fingerprint
+from .keyring import KeyRing
+from .seal import BadSeal, Claim, Sealer, SealError, SealExpired, WrongTarget, question_digest
+
+__all__ = [
+    "BadSeal",
+    "Claim",
+    "KeyRing",
+    "SealError",
+    "SealExpired",
+    "Sealer",
+    "Target",
+    "WrongTarget",
+    "canonical_bytes",
+    "fingerprint",
+    "question_digest",
+]

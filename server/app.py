@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from importlib.metadata import version
 
+from imap_mcp.protocol import Guard
 from mcp.server.mcpserver import MCPServer
 
 from .config import Settings
+from .guard import build_guard
 from .imap_pool import ImapPool
-from .tools import mailboxes
+from .tools import changes, mailboxes
 
 NAME = "imap-mcp"
 INSTRUCTIONS = (
@@ -17,20 +19,35 @@ INSTRUCTIONS = (
     "moving, sending) are confirmed by a person before they run."
 )
 TOOL_MODULES = (mailboxes,)
+#: tools that ask a person first: `register(mcp, pool, guard)`
+GUARDED_TOOL_MODULES = (changes,)
 
 
 def server_version() -> str:
     return version("imap-mcp")
 
 
-def build_server(settings: Settings, pool: ImapPool | None = None) -> MCPServer:
-    """A ready server for `settings`; `pool` defaults to a fresh connection pool for its account."""
+def build_server(settings: Settings, pool: ImapPool | None = None, guard: Guard | None = None) -> MCPServer:
+    """A ready server for `settings`; `pool` defaults to a fresh connection pool for its account.
+
+    `guard` (default: from the settings) seals approvals; the SDK's request-state boundary gets
+    the same key ring, so a dialog answered on one replica runs on any other.
+    """
     pool = pool or ImapPool(settings.imap)
+    guard = guard or build_guard(settings)
     mcp = MCPServer(
-        NAME, title="IMAP mailbox", version=server_version(), instructions=INSTRUCTIONS, log_level="WARNING"
+        NAME,
+        title="IMAP mailbox",
+        version=server_version(),
+        instructions=INSTRUCTIONS,
+        log_level="WARNING",
+        request_state_security=guard.request_state_security(),
     )
+    guard.install(mcp)
     for module in TOOL_MODULES:
         module.register(mcp, pool)
+    for guarded in GUARDED_TOOL_MODULES:
+        guarded.register(mcp, pool, guard)
     if settings.spec_fixtures:
         from imap_mcp.spec_fixtures import register as register_spec_fixtures
 

@@ -1,0 +1,176 @@
+"""Asking a person before a change a mailbox cannot undo: one code path for every guarded tool.
+
+`Guard.approve` returns `Approved` (run it), an `InputRequiredResult` (return it: the 2026-07-28
+client shows the dialog and retries), or `TokenIssued` (return it: the two-call fallback), and
+raises `ToolError` when the person said no or a token does not fit. See `eras` for which way is
+taken. The binding is always the same: a `Claim` of the target's fingerprint, computed by the
+caller from the call's own arguments and the mailbox's *current* state, sealed by `sealing`.
+
+Why a hand-rolled `InputRequiredResult` rather than the SDK's `Resolve(...)`: a resolver cannot
+carry our own sealed claim, cannot fall back to a token when the client shows no dialog (it
+answers -32021 instead), and its recorded answers are keyed by code names. The hand-rolled
+result only works on 2026-07-28 (it is -32603 on 2025-11-25), so the legacy era gets
+`ctx.elicit()` pushed over its back channel instead.
+
+Why two seals on the dialog path: the SDK's boundary seals every `requestState` (AES-GCM, bound
+to the tool, its arguments and the principal) and is configured with our key ring, so states
+open on every replica; inside it, our own seal binds the live target and the question, which
+the SDK cannot know. A state that fails either check is *no answer* and gets a fresh question
+(`reask` handles the boundary's refusals).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from imap_mcp.sealing import Claim, KeyRing, Sealer, SealError, Target, fingerprint, question_digest
+from mcp.server.context import ServerRequestContext
+from mcp.server.mcpserver import AcceptedElicitation, Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.request_state import RequestStateSecurity, authenticated_principal
+from mcp.shared.exceptions import MCPError
+from mcp.types import ElicitRequest, ElicitRequestFormParams, ElicitResult, InputRequiredResult
+
+from . import texts
+from .eras import Channel, channel_for
+from .reask import ReaskOnUnopenedState, install_before_boundary
+
+logger = logging.getLogger("imap_mcp.protocol")
+
+#: who is asking, from the request; None where there is no principal (stdio, no auth)
+PrincipalHook = Callable[[ServerRequestContext[Any, Any]], str | None]
+
+APPROVAL_TTL = 600  #: seconds a dialog may stay open (and its state stay valid)
+TOKEN_TTL = 300  #: seconds a confirm_token stays valid
+
+
+@dataclass(frozen=True)
+class ApprovalRequest:
+    """One change to approve. `question` is the dialog text; `summary` one line for results."""
+
+    tool: str
+    target: Target
+    question: str
+    summary: str
+    dialog: bool = True  #: False: the two-call token is enough (a reversible change)
+
+    @property
+    def claim(self) -> Claim:
+        return Claim(fingerprint(self.target), question_digest(self.question))
+
+
+@dataclass(frozen=True)
+class Approved:
+    channel: Channel
+
+
+@dataclass(frozen=True)
+class TokenIssued:
+    """The first of two calls: nothing ran; `text` explains what the token proves."""
+
+    token: str
+    text: str
+
+
+Decision = Approved | InputRequiredResult | TokenIssued
+
+
+class Guard:
+    """The approval policy of one server: key ring, ELICITATION, principal, and the guarded tools."""
+
+    def __init__(
+        self,
+        ring: KeyRing,
+        *,
+        elicitation: bool,
+        principal: PrincipalHook = authenticated_principal,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.ring = ring
+        self.elicitation = elicitation
+        self.principal = principal
+        self.guarded_tools: set[str] = set()
+        self._states = Sealer(ring, purpose="approval-state", ttl=APPROVAL_TTL, clock=clock)
+        self._tokens = Sealer(ring, purpose="confirm-token", ttl=TOKEN_TTL, clock=clock)
+
+    def request_state_security(self) -> RequestStateSecurity:
+        """The SDK boundary's policy: the same keys and principal, so states open on any replica."""
+        return RequestStateSecurity(keys=list(self.ring.keys), ttl=APPROVAL_TTL, bind_principal=self.principal)
+
+    def install(self, mcp: MCPServer) -> None:
+        """Make the guarded tools re-ask on a state the SDK boundary refuses (see `reask`)."""
+        install_before_boundary(mcp, ReaskOnUnopenedState(self.guarded_tools))
+
+    async def approve(self, ctx: Context, request: ApprovalRequest, confirm_token: str | None) -> Decision:
+        channel = channel_for(ctx, self.elicitation) if request.dialog else Channel.TOKEN
+        if channel is Channel.DIALOG:
+            return self._dialog_round(ctx, request)
+        if channel is Channel.PUSH:
+            return await self._push(ctx, request)
+        return self._token(ctx, request, confirm_token)
+
+    def _principal_of(self, ctx: Context) -> str | None:
+        return self.principal(ctx.request_context)
+
+    def _dialog_round(self, ctx: Context, request: ApprovalRequest) -> Approved | InputRequiredResult:
+        """2026-07-28: approve only a fresh seal of this exact claim plus a ticked box; else ask (again)."""
+        principal = self._principal_of(ctx)
+        if ctx.request_state is not None:
+            try:
+                self._states.verify(ctx.request_state, request.claim, principal)
+            except SealError as exc:
+                logger.info("approval state for %s gave no answer (%s): asking again", request.tool, exc)
+                return self._ask(request, principal)
+            answer = (ctx.input_responses or {}).get(texts.QUESTION_KEY)
+            if isinstance(answer, ElicitResult):
+                return self._judge(request, answer.action, (answer.content or {}).get(texts.APPROVE_FIELD))
+        return self._ask(request, principal)
+
+    def _ask(self, request: ApprovalRequest, principal: str | None) -> InputRequiredResult:
+        form = ElicitRequestFormParams(message=request.question, requested_schema=texts.approval_schema())
+        return InputRequiredResult(
+            input_requests={texts.QUESTION_KEY: ElicitRequest(params=form)},
+            request_state=self._states.seal(request.claim, principal),
+        )
+
+    @staticmethod
+    def _judge(request: ApprovalRequest, action: str, ticked: object, channel: Channel = Channel.DIALOG) -> Approved:
+        if action != "accept":
+            raise ToolError(texts.declined(request.summary, action))
+        if ticked is not True:
+            raise ToolError(texts.not_ticked(request.summary))
+        return Approved(channel)
+
+    async def _push(self, ctx: Context, request: ApprovalRequest) -> Approved:
+        """2025-11-25 with a back channel: push the dialog and wait for the person."""
+        try:
+            answer = await ctx.elicit(request.question, texts.ApprovalForm)
+        except MCPError as exc:
+            raise ToolError(texts.dialog_failed(request.summary, exc.error.message)) from None
+        ticked = answer.data.approve if isinstance(answer, AcceptedElicitation) else None
+        return self._judge(request, answer.action, ticked, Channel.PUSH)
+
+    def _token(self, ctx: Context, request: ApprovalRequest, confirm_token: str | None) -> Approved | TokenIssued:
+        """No dialog: the first call returns a sealed token; the same call with it runs."""
+        claim = Claim(fingerprint(request.target))
+        principal = self._principal_of(ctx)
+        if confirm_token is None:
+            token = self._tokens.seal(claim, principal)
+            return TokenIssued(
+                token, texts.token_issued(request.tool, request.summary, token, TOKEN_TTL, self._why(request))
+            )
+        try:
+            self._tokens.verify(confirm_token, claim, principal)
+        except SealError as exc:
+            logger.info("confirm_token for %s refused (%s)", request.tool, exc)
+            raise ToolError(texts.token_refused(request.tool, request.summary)) from None
+        return Approved(Channel.TOKEN)
+
+    def _why(self, request: ApprovalRequest) -> str:
+        if not request.dialog:
+            return texts.WHY_TOKEN_ONLY
+        return texts.WHY_NO_DIALOG if self.elicitation else texts.WHY_ELICITATION_OFF

@@ -1,0 +1,206 @@
+"""Moving, copying and deleting messages, exactly as approved.
+
+Planning (`plan_message_change`) observes the mailbox's current state and returns the exact
+`Target` a person is asked about. Executing (`execute_message_change`) re-observes it and runs
+only if it is still that target, so nothing acts on a mailbox that was re-created in between.
+
+Mailbox-side rules:
+- Move uses MOVE where offered; otherwise COPY, then `\\Deleted` + `UID EXPUNGE` of exactly the
+  moved UIDs, which needs UIDPLUS. With neither, a move (and a trash-delete, which is a move to
+  Trash) is refused; a copy still works.
+- A permanent delete marks and `UID EXPUNGE`s exactly its UIDs and needs UIDPLUS: never a plain
+  EXPUNGE, which would also remove messages another client had marked `\\Deleted`.
+- A trash-delete with no Trash mailbox is refused, never turned into a permanent one.
+- UIDs already gone are reported as missing, so replaying an executed approval does nothing.
+- Every UID set goes to the server compressed into ranges (`uid_sets.compress`).
+"""
+
+from __future__ import annotations
+
+import imaplib
+from dataclasses import dataclass
+from typing import Literal
+
+from imap_mcp.sealing import Target
+from imapclient import IMAPClient
+
+from .imap_pool import NoSuchMailbox, examine
+from .mailboxes import list_mailboxes
+from .message_ids import StaleMessageId
+from .message_lookup import Target as Messages
+from .message_lookup import check_target
+from .uid_sets import compress, expand
+
+Operation = Literal["trash", "delete_permanently", "move", "copy"]
+DELETED = b"\\Deleted"
+
+
+class ChangeRefused(Exception):
+    """The change cannot run as asked; the message says why and what to do instead."""
+
+
+class TargetChanged(ChangeRefused):
+    """The mailbox is no longer in the state the approval was given for."""
+
+
+@dataclass(frozen=True)
+class ChangeReport:
+    """What an executed change did: UIDs acted on, UIDs already gone, new UIDs in the destination."""
+
+    done: tuple[int, ...]
+    missing: tuple[int, ...]
+    new_uids: dict[int, int]
+    destination_uidvalidity: int | None
+
+
+def has(client: IMAPClient, capability: str) -> bool:
+    return bool(client.has_capability(capability))
+
+
+def require_move_support(client: IMAPClient, what: str) -> None:
+    if not (has(client, "MOVE") or has(client, "UIDPLUS")):
+        raise ChangeRefused(
+            f"The IMAP server offers neither MOVE nor UIDPLUS, so {what} cannot remove exactly these messages "
+            "from the source mailbox. Nothing was changed; move_messages with mode 'copy' still works."
+        )
+
+
+def require_uid_expunge(client: IMAPClient) -> None:
+    if not has(client, "UIDPLUS"):
+        raise ChangeRefused(
+            "The IMAP server does not offer UIDPLUS, so a permanent delete cannot expunge exactly these messages "
+            "(a plain EXPUNGE would also remove messages other clients marked \\Deleted). Nothing was changed; "
+            "delete with permanent: false to move them to Trash instead."
+        )
+
+
+def trash_mailbox(client: IMAPClient) -> str:
+    """The mailbox with the SPECIAL-USE role \\Trash, else one named `Trash`; refused when there is none."""
+    boxes = list_mailboxes(client)
+    for wanted in (lambda b: b.role == "trash", lambda b: b.name.lower() == "trash"):
+        found = next((b.name for b in boxes if b.selectable and wanted(b)), None)
+        if found:
+            return found
+    raise ChangeRefused(
+        "This account has no Trash mailbox, so the messages cannot be moved there. Nothing was changed. "
+        "Create one with manage_mailbox, or delete with permanent: true (which cannot be undone)."
+    )
+
+
+def open_source(client: IMAPClient, messages: Messages, readonly: bool) -> int:
+    """Select (or EXAMINE) the messages' mailbox; its UIDVALIDITY, or `StaleMessageId` if it changed."""
+    if readonly:
+        uidvalidity = examine(client, messages.mailbox).uidvalidity
+    else:
+        try:
+            uidvalidity = int(client.select_folder(messages.mailbox)[b"UIDVALIDITY"])
+        except imaplib.IMAP4.error:
+            raise NoSuchMailbox(
+                f"Mailbox {messages.mailbox!r} cannot be opened for changes; check the name with list_mailboxes."
+            ) from None
+    check_target(messages, uidvalidity)
+    return uidvalidity
+
+
+def uidvalidity_of(client: IMAPClient, mailbox: str) -> int:
+    try:
+        status = client.folder_status(mailbox, [b"UIDVALIDITY"])
+    except imaplib.IMAP4.error as exc:  # what imapclient raises for a missing mailbox, too
+        raise NoSuchMailbox(
+            f"The mailbox {mailbox!r} does not exist or cannot hold messages; list_mailboxes shows the names "
+            "(create it first with manage_mailbox if you meant a new one)."
+        ) from exc
+    return int(status[b"UIDVALIDITY"])
+
+
+def plan_message_change(
+    client: IMAPClient, account: str, selection: Messages, operation: Operation, destination: str | None
+) -> Target:
+    """The exact target of moving/copying/deleting `selection` now, or `ChangeRefused`."""
+    source_uidvalidity = open_source(client, selection, readonly=True)
+    if operation == "delete_permanently":
+        require_uid_expunge(client)
+        destination = None
+    if operation in ("trash", "move"):
+        require_move_support(client, "a move" if operation == "move" else "moving them to Trash")
+    if operation == "trash":
+        destination = trash_mailbox(client)
+        if destination == selection.mailbox:
+            raise ChangeRefused(
+                f"These messages are already in {destination!r}. Nothing was changed; to remove them for good, "
+                "delete them with permanent: true."
+            )
+    if operation in ("move", "copy") and destination == selection.mailbox:
+        raise ChangeRefused(f"The messages are already in {destination!r}; choose another destination.")
+    return Target(
+        operation=operation,
+        account=account,
+        source=selection.mailbox,
+        source_uidvalidity=source_uidvalidity,
+        uids=selection.uids,
+        destination=destination,
+        destination_uidvalidity=uidvalidity_of(client, destination) if destination else None,
+    )
+
+
+def existing_uids(client: IMAPClient, uids: tuple[int, ...]) -> set[int]:
+    """Which of `uids` the selected mailbox still holds."""
+    return set(client.search(["UID", compress(uids)])) & set(uids)
+
+
+def execute_message_change(client: IMAPClient, target: Target) -> ChangeReport:
+    """Run the approved change on exactly `target`; `TargetChanged` if the mailboxes moved on."""
+    source = Messages(target.source, target.source_uidvalidity, target.uids)
+    try:
+        open_source(client, source, readonly=target.operation == "copy")
+        destination_uidvalidity = uidvalidity_of(client, target.destination) if target.destination else None
+    except (NoSuchMailbox, StaleMessageId) as exc:
+        raise TargetChanged(
+            f"{exc} The change was approved for another state of the mailbox; nothing was changed."
+        ) from None
+    if destination_uidvalidity != target.destination_uidvalidity:
+        raise TargetChanged(
+            f"The mailbox {target.destination!r} was re-created since the change was approved. Nothing was "
+            "changed; call the tool again to be asked anew."
+        )
+    present = tuple(sorted(existing_uids(client, target.uids)))
+    missing = tuple(uid for uid in target.uids if uid not in present)
+    new_uids: dict[int, int] = {}
+    if present:
+        new_uids = _run(client, target, present)
+    return ChangeReport(present, missing, new_uids, destination_uidvalidity)
+
+
+def _run(client: IMAPClient, target: Target, uids: tuple[int, ...]) -> dict[int, int]:
+    uid_set = compress(uids)
+    _take_copyuid(client)
+    if target.operation == "delete_permanently":
+        _expunge_exactly(client, uid_set)
+        return {}
+    assert target.destination is not None
+    if target.operation == "copy":
+        client.copy(uid_set, target.destination)
+    elif has(client, "MOVE"):
+        client.move(uid_set, target.destination)
+    else:
+        client.copy(uid_set, target.destination)
+        _expunge_exactly(client, uid_set)
+    return _take_copyuid(client)
+
+
+def _expunge_exactly(client: IMAPClient, uid_set: str) -> None:
+    client.add_flags(uid_set, [DELETED], silent=True)
+    client.uid_expunge(uid_set)
+
+
+def _take_copyuid(client: IMAPClient) -> dict[int, int]:
+    """Source UID → destination UID from the COPYUID codes since the last call (RFC 4315).
+
+    imapclient returns neither COPY's nor MOVE's COPYUID (MOVE sends it untagged), but imaplib
+    keeps every response code it saw; this reads and clears that record.
+    """
+    mapping: dict[int, int] = {}
+    for raw in client._imap.untagged_responses.pop("COPYUID", []):
+        _, old, new = raw.decode("ascii", "replace").split()
+        mapping.update(zip(expand(old), expand(new), strict=True))
+    return mapping

@@ -1,0 +1,159 @@
+"""`delete_messages` and `move_messages`: a person approves each, bound to the exact target."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from imap_mcp.protocol import Guard, TokenIssued
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.types import CallToolResult, InputRequiredResult
+from pydantic import BaseModel, Field
+
+from ..guard import message_change_request
+from ..imap_pool import ImapPool
+from ..mailbox_changes import Operation, execute_message_change, plan_message_change
+from ..message_ids import MessageRef, encode_id
+from ..message_lookup import Target as Messages
+from .changes_common import changing, log_change, on_change, one_mailbox, text_result
+
+Ids = Annotated[
+    list[str],
+    Field(min_length=1, max_length=50_000, description="Message ids (from search_messages), all of one mailbox."),
+]
+Mode = Annotated[Literal["move", "copy"], Field(description="move: remove from the source; copy: keep them there.")]
+ConfirmToken = Annotated[
+    str | None,
+    Field(
+        description="Only when a previous identical call returned a confirm_token because no dialog could be "
+        "shown: pass that token to run the change."
+    ),
+]
+
+
+class MessageChange(BaseModel):
+    status: Literal["done", "nothing_to_do", "confirmation_required"] = Field(
+        description="done: the change ran; nothing_to_do: none of the messages exist any more; "
+        "confirmation_required: nothing ran yet, repeat the call with confirm_token."
+    )
+    operation: Operation
+    mailbox: str = Field(description="The source mailbox.")
+    destination: str | None = Field(description="Where the messages went (Trash for a trash-delete).")
+    count: int = Field(description="How many messages were changed.")
+    ids: list[str] = Field(description="The ids that were changed.")
+    missing_ids: list[str] = Field(description="Ids whose messages no longer existed, so nothing happened to them.")
+    new_ids: list[str] = Field(description="Ids in the destination, in the order of ids (empty if not reported).")
+    approved_by: Literal["dialog", "push", "token"] | None = Field(
+        description="How the change was approved: a dialog (2026-07-28), a pushed dialog (2025-11-25), "
+        "or the two-call token."
+    )
+    confirm_token: str | None = Field(default=None, description="Pass this back to run the change (token path).")
+
+
+def _ids(mailbox: str, uidvalidity: int | None, uids: tuple[int, ...]) -> list[str]:
+    return [encode_id(MessageRef(mailbox, uidvalidity or 0, uid)) for uid in uids]
+
+
+async def change_messages(
+    pool: ImapPool,
+    guard: Guard,
+    ctx: Context,
+    tool: str,
+    selection: Messages,
+    operation: Operation,
+    destination: str | None,
+    confirm_token: str | None,
+) -> CallToolResult | InputRequiredResult:
+    """Plan, ask, and run one message change; the common path of both tools."""
+    account = pool.settings.account
+    target = await on_change(pool, lambda c: plan_message_change(c, account, selection, operation, destination))
+    request = message_change_request(tool, target)
+    decision = await guard.approve(ctx, request, confirm_token)
+    source_ids = _ids(target.source, target.source_uidvalidity, target.uids)
+    if isinstance(decision, InputRequiredResult):
+        return decision
+    if isinstance(decision, TokenIssued):
+        pending = MessageChange(
+            status="confirmation_required",
+            operation=operation,
+            mailbox=target.source,
+            destination=target.destination,
+            count=0,
+            ids=source_ids,
+            missing_ids=[],
+            new_ids=[],
+            approved_by=None,
+            confirm_token=decision.token,
+        )
+        return text_result(decision.text, pending)
+    report = await on_change(pool, lambda c: execute_message_change(c, target), retry=False)
+    if report.done:
+        log_change(operation, target.source, report.done, decision.channel.value, target.destination)
+    outcome = MessageChange(
+        status="done" if report.done else "nothing_to_do",
+        operation=operation,
+        mailbox=target.source,
+        destination=target.destination,
+        count=len(report.done),
+        ids=_ids(target.source, target.source_uidvalidity, report.done),
+        missing_ids=_ids(target.source, target.source_uidvalidity, report.missing),
+        new_ids=_ids(target.destination or "", report.destination_uidvalidity, tuple(report.new_uids.values())),
+        approved_by=decision.channel.value,
+    )
+    return text_result(_describe(request.summary, outcome), outcome)
+
+
+def _describe(summary: str, outcome: MessageChange) -> str:
+    if outcome.status == "nothing_to_do":
+        return f"Nothing was changed: none of these messages exist any more ({summary})."
+    text = f"Done ({outcome.approved_by}): {summary}. Changed {outcome.count} message(s)."
+    if outcome.missing_ids:
+        text += f" {len(outcome.missing_ids)} no longer existed and were left alone."
+    if outcome.new_ids:
+        text += " New ids: " + ", ".join(outcome.new_ids)
+    return text
+
+
+def register(mcp: MCPServer, pool: ImapPool, guard: Guard) -> None:
+    guard.guarded_tools.update({"delete_messages", "move_messages"})
+
+    @mcp.tool(
+        name="delete_messages",
+        title="Delete messages",
+        description=(
+            "Delete messages: by default move them to the Trash mailbox; with permanent: true expunge them for "
+            "good (cannot be undone). A person is always asked to approve first, in a dialog where the client can "
+            "show one; otherwise the first call returns a confirm_token and changes nothing."
+        ),
+        annotations=changing("Delete messages", destructive=True, idempotent=True),
+    )
+    async def delete_messages(
+        ids: Ids,
+        ctx: Context,
+        permanent: Annotated[bool, Field(description="true: expunge for good; false: move to Trash.")] = False,
+        confirm_token: ConfirmToken = None,
+    ) -> Annotated[CallToolResult, MessageChange] | InputRequiredResult:
+        operation: Operation = "delete_permanently" if permanent else "trash"
+        selection = one_mailbox(ids)
+        return await change_messages(pool, guard, ctx, "delete_messages", selection, operation, None, confirm_token)
+
+    @mcp.tool(
+        name="move_messages",
+        title="Move or copy messages",
+        description=(
+            "Move (mode 'move') or copy (mode 'copy') messages to another mailbox; returns their new ids. A person "
+            "is always asked to approve first, for both modes, in a dialog where the client can show one; otherwise "
+            "the first call returns a confirm_token and changes nothing."
+        ),
+        annotations=changing("Move or copy messages", destructive=True, idempotent=False),
+    )
+    async def move_messages(
+        ids: Ids,
+        destination: Annotated[str, Field(min_length=1, description="The mailbox to move or copy to.")],
+        ctx: Context,
+        mode: Annotated[
+            Literal["move", "copy"], Field(description="move: remove from the source; copy: keep.")
+        ] = "move",
+        confirm_token: ConfirmToken = None,
+    ) -> Annotated[CallToolResult, MessageChange] | InputRequiredResult:
+        selection = one_mailbox(ids)
+        return await change_messages(pool, guard, ctx, "move_messages", selection, mode, destination, confirm_token)

@@ -1,0 +1,80 @@
+"""What the tools that change a mailbox share: annotations, error mapping, results, the change log."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+from imapclient import IMAPClient
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import BaseModel
+
+from ..imap_pool import ImapPool, NoSuchMailbox
+from ..logs import get_logger
+from ..mailbox_changes import ChangeRefused
+from ..message_ids import InvalidMessageId, StaleMessageId
+from ..message_lookup import Target as Messages
+from ..message_lookup import resolve_targets
+from ..uid_sets import compress
+from .errors import on_mailbox
+
+T = TypeVar("T")
+#: refusals whose message is written for the model: what went wrong and what to do
+REFUSALS = (ChangeRefused, InvalidMessageId, StaleMessageId, NoSuchMailbox)
+
+
+def changing(title: str, *, destructive: bool, idempotent: bool) -> ToolAnnotations:
+    """A tool that changes the mailbox; all four hints stated."""
+    return ToolAnnotations(
+        title=title,
+        read_only_hint=False,
+        destructive_hint=destructive,
+        idempotent_hint=idempotent,
+        open_world_hint=True,
+    )
+
+
+async def on_change(pool: ImapPool, operation: Callable[[IMAPClient], T], retry: bool = True) -> T:
+    """`on_mailbox`, with this module's refusals turned into tool errors too."""
+    try:
+        return await on_mailbox(pool, operation, retry=retry)
+    except REFUSALS as exc:
+        raise ToolError(str(exc)) from None
+
+
+def one_mailbox(ids: Sequence[str]) -> Messages:
+    """The ids as one mailbox's UIDs; a change acts on one source mailbox per call."""
+    try:
+        groups = resolve_targets(ids, None, None)
+    except InvalidMessageId as exc:
+        raise ToolError(str(exc)) from None
+    if len(groups) != 1:
+        names = ", ".join(sorted({g.mailbox for g in groups}))
+        raise ToolError(
+            f"The ids name messages in more than one mailbox (or mailbox generation): {names}. "
+            "Change one mailbox's messages per call."
+        )
+    return groups[0]
+
+
+def text_result(text: str, model: BaseModel, is_error: bool = False) -> CallToolResult:
+    """A result whose text is written for the model and whose structured content is `model`."""
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)],
+        structured_content=model.model_dump(mode="json", by_alias=True),
+        is_error=is_error,
+    )
+
+
+def log_change(
+    operation: str,
+    mailbox: str,
+    uids: Sequence[int] = (),
+    approved_by: str = "not needed",
+    destination: str | None = None,
+) -> None:
+    """One stderr line per change that ran: never a subject, body or secret."""
+    where = f"mailbox={mailbox!r}" + (f" destination={destination!r}" if destination else "")
+    uid_part = f" uids={compress(uids)} count={len(uids)}" if uids else ""
+    get_logger().info("change: %s %s%s approved_by=%s", operation, where, uid_part, approved_by)

@@ -1,0 +1,41 @@
+"""UID sets on the wire: compressed into ranges, and parsed back (COPYUID / APPENDUID).
+
+imapclient sends a list of UIDs verbatim (`1,2,3,...`), and Dovecot refuses a command line
+over 64 KB, so a few thousand UIDs already fail. Every UID set this server sends goes through
+`compress` first, which turns `[1, 2, 3, 5]` into `1:3,5`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+
+def compress(uids: Iterable[int]) -> str:
+    """The IMAP sequence-set for `uids`: sorted, de-duplicated, consecutive runs as `a:b`."""
+    ordered = sorted(set(uids))
+    if not ordered:
+        raise ValueError("an IMAP UID set cannot be empty")
+    runs: list[str] = []
+    start = previous = ordered[0]
+    for uid in ordered[1:]:
+        if uid != previous + 1:
+            runs.append(_run(start, previous))
+            start = uid
+        previous = uid
+    runs.append(_run(start, previous))
+    return ",".join(runs)
+
+
+def _run(start: int, end: int) -> str:
+    return str(start) if start == end else f"{start}:{end}"
+
+
+def expand(sequence_set: str) -> list[int]:
+    """The UIDs of a sequence set such as `4:6,9` (in the order given; `6:4` counts down)."""
+    uids: list[int] = []
+    for part in sequence_set.split(","):
+        first, _, last = part.partition(":")
+        low, high = int(first), int(last or first)
+        step = 1 if high >= low else -1
+        uids.extend(range(low, high + step, step))
+    return uids
