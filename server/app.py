@@ -10,7 +10,7 @@ from mcp.server.mcpserver import MCPServer
 from .config import Settings
 from .guard import build_guard
 from .imap_pool import ImapPool
-from .tools import changes, mailboxes
+from .tools import changes, mailboxes, reading
 
 NAME = "imap-mcp"
 INSTRUCTIONS = (
@@ -46,6 +46,7 @@ def build_server(settings: Settings, pool: ImapPool | None = None, guard: Guard 
     guard.install(mcp)
     for module in TOOL_MODULES:
         module.register(mcp, pool)
+    reading.register(mcp, pool, settings.download_dir)
     for guarded in GUARDED_TOOL_MODULES:
         guarded.register(mcp, pool, guard)
     if settings.spec_fixtures:

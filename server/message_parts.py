@@ -1,0 +1,239 @@
+"""A message's MIME structure, read from IMAP BODYSTRUCTURE without downloading the message.
+
+`parse_structure` turns imapclient's BODYSTRUCTURE into `Part`s (leaves, with IMAP part ids such
+as "1" or "2.1"). `body_part` picks the part a person would read (text/plain, else text/html),
+`attachments` lists the rest. `decode_body` turns the raw (possibly partial) bytes of a part into
+text, and `decoded_stream` decodes a part fetched in pieces, so neither ever needs the whole message.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import codecs
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from email.header import decode_header, make_header
+from typing import Any
+from urllib.parse import unquote_to_bytes
+
+#: bytes per base64 line with its CRLF, and the bytes it carries
+_B64_LINE, _B64_DATA = 78, 57
+
+
+@dataclass(frozen=True)
+class Part:
+    """One leaf of a message: what it is, how it is encoded, how big it is on the server."""
+
+    part_id: str
+    content_type: str  #: e.g. "text/plain", lower case
+    params: dict[str, str] = field(default_factory=dict)
+    encoding: str = "7bit"
+    size: int = 0  #: encoded size on the server, in bytes
+    disposition: str | None = None
+    filename: str | None = None
+
+    @property
+    def charset(self) -> str:
+        return self.params.get("charset", "us-ascii")
+
+    @property
+    def decoded_size(self) -> int:
+        """The size once the transfer encoding is undone (exact for 7bit/8bit/binary, close for base64)."""
+        if self.encoding == "base64":
+            return self.size * _B64_DATA // _B64_LINE
+        return self.size
+
+    @property
+    def is_attachment(self) -> bool:
+        if self.disposition == "attachment" or self.content_type == "message/rfc822":
+            return True
+        if self.content_type in ("text/plain", "text/html"):
+            return self.filename is not None and self.disposition != "inline"
+        return not self.content_type.startswith("multipart/")
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
+def decode_words(value: bytes | str | None) -> str:
+    """A header value with RFC 2047 encoded words decoded (raw UTF-8 is accepted too)."""
+    text = _text(value)
+    if "=?" not in text:
+        return text
+    try:
+        return str(make_header(decode_header(text)))
+    except (ValueError, LookupError, UnicodeDecodeError):
+        return text
+
+
+def _param_dict(raw: Any) -> dict[str, str]:
+    """IMAP's flat `(k1 v1 k2 v2)` parameter list, with RFC 2231 continuations and charsets resolved."""
+    if not isinstance(raw, tuple | list):
+        return {}
+    pairs = [(_text(raw[i]).lower(), _text(raw[i + 1])) for i in range(0, len(raw) - 1, 2)]
+    merged: dict[str, list[tuple[int, bool, str]]] = {}
+    plain: dict[str, str] = {}
+    for key, value in pairs:
+        match = re.fullmatch(r"([^*]+)\*(\d+)?(\*)?", key)
+        if match is None:
+            plain[key] = value
+            continue
+        name, index, star = match.group(1), match.group(2), match.group(3)
+        extended = star is not None or index is None
+        merged.setdefault(name, []).append((int(index or 0), extended, value))
+    for name, pieces in merged.items():
+        pieces.sort()
+        if any(extended for _, extended, _ in pieces):
+            plain[name] = _rfc2231("".join(v for _, _, v in pieces))
+        else:
+            plain[name] = "".join(v for _, _, v in pieces)
+    return {key: decode_words(value) for key, value in plain.items()}
+
+
+def _rfc2231(value: str) -> str:
+    """`utf-8''%C3%9Cbersicht.txt` -> `Übersicht.txt` (charset, language, percent-encoded text)."""
+    charset, language, text = value.split("'", 2) if value.count("'") >= 2 else ("", "", value)
+    del language
+    return unquote_to_bytes(text).decode(_codec(charset or "utf-8"), "replace")
+
+
+def _disposition(raw: Any) -> tuple[str | None, dict[str, str]]:
+    if isinstance(raw, tuple | list) and raw:
+        return _text(raw[0]).lower() or None, _param_dict(raw[1] if len(raw) > 1 else None)
+    return None, {}
+
+
+def _leaf(node: Any, part_id: str) -> Part:
+    maintype, subtype = _text(node[0]).lower(), _text(node[1]).lower()
+    content_type = f"{maintype}/{subtype}"
+    # extension data follows the basic fields: text/* has a line count, message/rfc822 an
+    # envelope, a body and a line count; then MD5 and the disposition
+    extension = 9 if maintype == "text" else 11 if content_type == "message/rfc822" else 8
+    disposition, disposition_params = _disposition(node[extension] if len(node) > extension else None)
+    params = _param_dict(node[2])
+    filename = disposition_params.get("filename") or params.get("name")
+    return Part(
+        part_id=part_id,
+        content_type=content_type,
+        params=params,
+        encoding=_text(node[5]).lower() or "7bit",
+        size=int(node[6] or 0),
+        disposition=disposition,
+        filename=filename or None,
+    )
+
+
+@dataclass(frozen=True)
+class Node:
+    """A multipart container or a leaf, as in the BODYSTRUCTURE tree."""
+
+    subtype: str | None  #: "mixed", "alternative", …; None for a leaf
+    children: tuple[Node, ...] = ()
+    part: Part | None = None
+
+
+def parse_structure(bodystructure: Any, part_id: str = "") -> Node:
+    """The tree of a BODYSTRUCTURE; a single-part message's only part is "1", as IMAP numbers it."""
+    if isinstance(bodystructure[0], list):
+        prefix = f"{part_id}." if part_id else ""
+        children = tuple(parse_structure(child, f"{prefix}{n}") for n, child in enumerate(bodystructure[0], start=1))
+        return Node(_text(bodystructure[1]).lower(), children)
+    return Node(None, part=_leaf(bodystructure, part_id or "1"))
+
+
+def leaves(node: Node) -> Iterator[Part]:
+    if node.part is not None:
+        yield node.part
+    for child in node.children:
+        yield from leaves(child)
+
+
+def _readable(node: Node, html: bool) -> Part | None:
+    """The first part a person would read, of the wanted kind (text/plain, or text/html when `html`)."""
+    wanted = "text/html" if html else "text/plain"
+    if node.part is not None:
+        part = node.part
+        return part if part.content_type == wanted and not part.is_attachment else None
+    candidates = node.children[:1] if node.subtype not in ("alternative", "mixed") else node.children
+    for child in candidates:
+        found = _readable(child, html)
+        if found is not None:
+            return found
+    return None
+
+
+def body_part(node: Node) -> Part | None:
+    """The text part to show: text/plain where there is one, else text/html (converted to text)."""
+    return _readable(node, html=False) or _readable(node, html=True)
+
+
+def attachments(node: Node) -> list[Part]:
+    return [part for part in leaves(node) if part.is_attachment]
+
+
+def fetch_budget(part: Part, max_chars: int) -> int:
+    """Bytes of `part` to fetch so that `max_chars` characters surely arrive (capped by the part's size).
+
+    A character is at most 4 bytes of UTF-8; quoted-printable triples that, base64 adds a third,
+    and HTML needs room for its markup.
+    """
+    per_char = {"quoted-printable": 12, "base64": 6}.get(part.encoding, 4)
+    if part.content_type == "text/html":
+        per_char *= 3
+    return min(part.size, max_chars * per_char + 1024)
+
+
+def _undo_transfer_encoding(data: bytes, encoding: str, complete: bool) -> bytes:
+    if encoding == "base64":
+        compact = re.sub(rb"[^A-Za-z0-9+/=]", b"", data)
+        usable = compact if complete else compact[: len(compact) - len(compact) % 4]
+        try:
+            return base64.b64decode(usable + b"=" * (-len(usable) % 4))
+        except binascii.Error:
+            return b""
+    if encoding == "quoted-printable":
+        if not complete:
+            cut = data.rfind(b"=", max(0, len(data) - 2))
+            data = data[:cut] if cut >= 0 else data
+        return binascii.a2b_qp(data)
+    return data
+
+
+def _codec(charset: str) -> str:
+    try:
+        return codecs.lookup(charset).name
+    except LookupError:
+        return "utf-8"
+
+
+def decode_body(data: bytes, part: Part, complete: bool) -> str:
+    """Text from the raw bytes of `part`; with `complete=False` a cut-off character at the end is dropped."""
+    raw = _undo_transfer_encoding(data, part.encoding, complete)
+    decoder = codecs.getincrementaldecoder(_codec(part.charset))(errors="replace")
+    return decoder.decode(raw, final=complete).replace("\r\n", "\n")
+
+
+def decoded_stream(chunks: Iterator[bytes], encoding: str) -> Iterator[bytes]:
+    """Undo a transfer encoding over raw pieces of a part, holding back only a few bytes at a time."""
+    pending = b""
+    for chunk in chunks:
+        pending += chunk
+        if encoding == "base64":
+            compact = re.sub(rb"[^A-Za-z0-9+/=]", b"", pending)
+            usable = len(compact) - len(compact) % 4
+            yield base64.b64decode(compact[:usable])
+            pending = compact[usable:]
+        elif encoding == "quoted-printable":
+            cut = pending.rfind(b"\n") + 1
+            yield binascii.a2b_qp(pending[:cut])
+            pending = pending[cut:]
+        else:
+            yield pending
+            pending = b""
+    if pending:
+        yield _undo_transfer_encoding(pending, encoding, complete=True)

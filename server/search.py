@@ -1,0 +1,164 @@
+"""Searching one mailbox on the IMAP server, newest first, with an exact total.
+
+The server does the matching: one `UID SORT (REVERSE ARRIVAL)` where it offers SORT (RFC 5256),
+which gives the order and the total at once. Without SORT the matching UIDs come from
+`UID SEARCH` (as one compact set with ESEARCH, RFC 4731) and are ordered by their INTERNALDATE,
+which is what ARRIVAL means, so both ways give the same pages. Only the requested page is fetched.
+"Newest" is INTERNALDATE (when the server received the message), the date `since`/`before` use.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from imapclient import IMAPClient
+from imapclient.imapclient import _normalise_search_criteria
+from pydantic import BaseModel, Field
+
+from .imap_fetch import esearch_all, fetch
+from .imap_pool import Examined
+from .message_ids import MessageRef
+from .message_parts import attachments, decode_words, parse_structure
+from .uid_sets import expand
+
+SUMMARY_ITEMS = ("FLAGS", "INTERNALDATE", "RFC822.SIZE", "ENVELOPE", "BODYSTRUCTURE")
+
+
+@dataclass(frozen=True)
+class SearchQuery:
+    """What to look for; every given condition must hold (they are ANDed)."""
+
+    sender: str | None = None
+    recipient: str | None = None
+    subject: str | None = None
+    text: str | None = None
+    since: dt.date | None = None
+    before: dt.date | None = None
+    unread_only: bool = False
+    flagged_only: bool = False
+    offset: int = 0
+    limit: int = 20
+
+    def criteria(self) -> list[Any]:
+        """IMAP search keys: FROM/TO/SUBJECT/TEXT are substring matches; SINCE/BEFORE compare INTERNALDATE."""
+        keys: list[Any] = []
+        for key, value in (("FROM", self.sender), ("TO", self.recipient), ("SUBJECT", self.subject)):
+            if value:
+                keys += [key, value]
+        if self.text:
+            keys += ["TEXT", self.text]
+        if self.since:
+            keys += ["SINCE", self.since]
+        if self.before:
+            keys += ["BEFORE", self.before]
+        if self.unread_only:
+            keys.append("UNSEEN")
+        if self.flagged_only:
+            keys.append("FLAGGED")
+        return keys or ["ALL"]
+
+    @property
+    def charset(self) -> str | None:
+        """UTF-8 only when a search text needs it: a few servers refuse any CHARSET at all."""
+        texts = (self.sender, self.recipient, self.subject, self.text)
+        return "UTF-8" if any(t and not t.isascii() for t in texts) else None
+
+
+class MessageSummary(BaseModel):
+    id: str = Field(description="The message id: pass it to get_message, get_attachments and other tools.")
+    uid: int = Field(description="The IMAP UID (deprecated way to name the message, with mailbox).")
+    mailbox: str
+    date: str | None = Field(description="When the server received it (IMAP INTERNALDATE), ISO 8601.")
+    sender: str = Field(alias="from", description="The From header, decoded.")
+    to: list[str] = Field(description="The To addresses, decoded.")
+    subject: str = Field(description="The subject, decoded; written by the sender.")
+    flags: list[str] = Field(description="IMAP flags and keywords, e.g. \\Seen, \\Flagged, $Forwarded.")
+    unread: bool
+    flagged: bool
+    size: int = Field(description="Size of the whole message in bytes.")
+    has_attachments: bool
+
+    model_config = {"populate_by_name": True}
+
+
+class SearchPage(BaseModel):
+    mailbox: str
+    total: int = Field(description="Exact number of messages matching the search.")
+    offset: int
+    messages: list[MessageSummary] = Field(description="This page, newest first.")
+
+
+def _address(address: Any) -> str:
+    name = decode_words(address.name) if address.name else ""
+    mailbox = (address.mailbox or b"").decode("utf-8", "replace")
+    host = (address.host or b"").decode("utf-8", "replace")
+    email = f"{mailbox}@{host}" if host else mailbox
+    return f"{name} <{email}>" if name else email
+
+
+def _addresses(addresses: Sequence[Any] | None) -> list[str]:
+    return [_address(a) for a in addresses or () if a.mailbox or a.host]
+
+
+def _summary(examined: Examined, uid: int, data: dict[bytes, Any]) -> MessageSummary:
+    flags = [f.decode("utf-8", "replace") if isinstance(f, bytes) else str(f) for f in data.get(b"FLAGS", ())]
+    lowered = {f.lower() for f in flags}
+    envelope = data.get(b"ENVELOPE")
+    received = data.get(b"INTERNALDATE")
+    structure = data.get(b"BODYSTRUCTURE")
+    return MessageSummary(
+        id=MessageRef(examined.mailbox, examined.uidvalidity, uid).id,
+        uid=uid,
+        mailbox=examined.mailbox,
+        date=received.isoformat() if isinstance(received, dt.datetime) else None,
+        sender=", ".join(_addresses(envelope.from_)) if envelope else "",
+        to=_addresses(envelope.to) if envelope else [],
+        subject=decode_words(envelope.subject) if envelope else "",
+        flags=flags,
+        unread="\\seen" not in lowered,
+        flagged="\\flagged" in lowered,
+        size=int(data.get(b"RFC822.SIZE", 0)),
+        has_attachments=bool(structure and attachments(parse_structure(structure))),
+    )
+
+
+def _newest_first_by_date(client: IMAPClient, query: SearchQuery) -> list[int]:
+    """Matching UIDs in REVERSE ARRIVAL order, for a server without SORT: SEARCH, then INTERNALDATE."""
+    if client.has_capability("ESEARCH"):
+        program = [b"CHARSET", b"UTF-8"] if query.charset else []
+        program += _normalise_search_criteria(query.criteria(), query.charset)
+        matching: str | list[int] = esearch_all(client, program)
+        if not matching:
+            return []
+    else:
+        matching = list(client.search(query.criteria(), query.charset))
+        if not matching:
+            return []
+    dates = fetch(client, matching, ["INTERNALDATE"])
+    uids = expand(matching) if isinstance(matching, str) else matching
+    return sorted(uids, key=lambda uid: (dates.get(uid, {}).get(b"INTERNALDATE") or _EPOCH, uid), reverse=True)
+
+
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+
+
+def newest_first(client: IMAPClient, query: SearchQuery) -> list[int]:
+    """Every UID matching `query`, newest first (INTERNALDATE, ties by UID)."""
+    if client.has_capability("SORT"):
+        return list(client.sort(["REVERSE", "ARRIVAL"], query.criteria(), "UTF-8"))
+    return _newest_first_by_date(client, query)
+
+
+def search_page(client: IMAPClient, examined: Examined, query: SearchQuery) -> SearchPage:
+    ordered = newest_first(client, query)
+    page = ordered[query.offset : query.offset + query.limit]
+    found = fetch(client, page, SUMMARY_ITEMS) if page else {}
+    return SearchPage(
+        mailbox=examined.mailbox,
+        total=len(ordered),
+        offset=query.offset,
+        messages=[_summary(examined, uid, found[uid]) for uid in page if uid in found],
+    )
