@@ -1,0 +1,105 @@
+"""Handing a message to the SMTP submission server: implicit TLS, STARTTLS, or none on loopback.
+
+AUTH is used whenever the server offers it (a loopback relay may not). Every failure becomes
+`SendFailed` whose text names the server and the setting to check, never the password, the
+subject or the body. `send` runs exactly once: nothing here retries.
+"""
+
+from __future__ import annotations
+
+import smtplib
+import ssl
+from email.message import EmailMessage
+
+from .config import SmtpSettings
+from .imap_connection import _tls_context
+
+
+class SendFailed(Exception):
+    """The submission server could not be reached or did not take the message; the text says what to check."""
+
+
+def _where(settings: SmtpSettings) -> str:
+    return f"{settings.host}:{settings.port} ({settings.tls} TLS)"
+
+
+def _reply_text(code: int, text: bytes | str) -> str:
+    """A server reply as one short line, e.g. `550 5.1.1 Recipient address rejected`."""
+    decoded = text.decode("utf-8", "replace") if isinstance(text, bytes) else str(text)
+    return f"{code} {' '.join(decoded.split())[:200]}"
+
+
+def _open(settings: SmtpSettings) -> smtplib.SMTP:
+    context = _tls_context(str(settings.ca_file) if settings.ca_file else None)
+    if settings.tls == "implicit":
+        return smtplib.SMTP_SSL(settings.host, settings.port, timeout=settings.timeout, context=context)
+    connection = smtplib.SMTP(settings.host, settings.port, timeout=settings.timeout)
+    if settings.tls == "starttls":
+        try:
+            connection.starttls(context=context)
+        except smtplib.SMTPNotSupportedError:
+            connection.close()
+            raise SendFailed(
+                f"The SMTP server {_where(settings)} does not offer STARTTLS; nothing was sent. Check SMTP_TLS "
+                "and SMTP_PORT (implicit TLS is usually port 465, STARTTLS port 587)."
+            ) from None
+    return connection
+
+
+def _log_in(connection: smtplib.SMTP, settings: SmtpSettings) -> None:
+    connection.ehlo_or_helo_if_needed()
+    if connection.has_extn("auth"):
+        connection.login(settings.username, settings.password.reveal())
+
+
+def _deliver(settings: SmtpSettings, message: EmailMessage, recipients: list[str]) -> dict[str, str]:
+    connection = _open(settings)
+    try:
+        _log_in(connection, settings)
+        refused = connection.send_message(message, to_addrs=recipients)
+    finally:
+        try:
+            connection.quit()
+        except (smtplib.SMTPException, OSError):
+            connection.close()
+    return {address: _reply_text(*answer) for address, answer in refused.items()}
+
+
+def send(settings: SmtpSettings, message: EmailMessage, recipients: list[str]) -> dict[str, str]:
+    """Send `message` from its From address to `recipients` (to, cc and bcc); its Bcc header is not transmitted.
+
+    Returns the recipients the server refused while taking the message for the others
+    (address → server reply); raises `SendFailed` when it took the message for no one.
+    """
+    where = _where(settings)
+    try:
+        return _deliver(settings, message, recipients)
+    except SendFailed:
+        raise
+    except smtplib.SMTPAuthenticationError:
+        raise SendFailed(
+            f"The SMTP server {where} refused the login for {settings.username!r}; nothing was sent. Check "
+            "SMTP_USERNAME and SMTP_PASSWORD (they default to IMAP_USERNAME and IMAP_PASSWORD)."
+        ) from None
+    except smtplib.SMTPRecipientsRefused as exc:
+        refused = ", ".join(f"{a} ({_reply_text(*r)})" for a, r in exc.recipients.items())
+        raise SendFailed(f"The SMTP server {where} refused every recipient: {refused}; nothing was sent.") from None
+    except smtplib.SMTPSenderRefused as exc:
+        answer = _reply_text(exc.smtp_code, exc.smtp_error)
+        raise SendFailed(
+            f"The SMTP server {where} refused the sender {exc.sender!r} ({answer}); nothing was sent. "
+            "Check SMTP_FROM: the server may only accept the account's own address."
+        ) from None
+    except smtplib.SMTPResponseException as exc:
+        answer = _reply_text(exc.smtp_code, exc.smtp_error)
+        raise SendFailed(f"The SMTP server {where} did not take the message ({answer}).") from None
+    except ssl.SSLError as exc:
+        raise SendFailed(
+            f"TLS with the SMTP server {where} failed ({exc.reason or exc}); nothing was sent. Check SMTP_TLS, "
+            "SMTP_PORT and SMTP_CA_FILE."
+        ) from None
+    except (smtplib.SMTPException, OSError) as exc:
+        raise SendFailed(
+            f"Cannot send through the SMTP server {where}: {getattr(exc, 'strerror', None) or exc}. Check SMTP_HOST "
+            "and SMTP_PORT, and that the server is running."
+        ) from None

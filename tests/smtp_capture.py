@@ -1,0 +1,160 @@
+"""A capturing SMTP server on loopback for the tests (aiosmtpd), adapted from shared/reference/test-infra.
+
+    with CaptureSMTP(auth=("user", "pw"), starttls=True) as smtp:
+        ... code under test sends to smtp.host, smtp.port (CA file: smtp.cafile) ...
+    message, envelope = smtp.messages[0], smtp.envelopes[0]   # EmailMessage, Received
+
+smtplib returns only after the server answered DATA, so a message is recorded by then.
+
+Plain, STARTTLS (`starttls=True`) or implicit TLS (`implicit_tls=True`), with optional AUTH
+PLAIN/LOGIN, and failure injection: `reject_rcpt` refuses those recipients, `fail_data_code`
+answers DATA with that code.
+"""
+
+from __future__ import annotations
+
+import email
+import email.policy
+import logging
+import shutil
+import ssl
+import subprocess
+import tempfile
+import threading
+from dataclasses import dataclass
+from email.message import EmailMessage
+from pathlib import Path
+from typing import Any
+
+from aiosmtpd.controller import Controller
+from aiosmtpd.smtp import SMTP, AuthResult, Envelope, LoginPassword, Session
+from imap_mcp.server.dovecot import free_port
+
+# aiosmtpd 1.4.6 touches its deprecated Session.login_data on every successful AUTH and warns on "mail.log"
+logging.getLogger("mail.log").setLevel(logging.ERROR)
+
+
+@dataclass(frozen=True)
+class Received:
+    """What the envelope of one accepted message said."""
+
+    mail_from: str
+    rcpt_tos: tuple[str, ...]
+    authenticated: bool
+    tls: bool
+
+
+def self_signed(directory: Path) -> Path:
+    """A certificate for localhost and 127.0.0.1; returns the PEM, next to its key `smtp-key.pem`."""
+    cert, key = directory / "smtp-cert.pem", directory / "smtp-key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+         "-keyout", str(key), "-out", str(cert), "-days", "7", "-subj", "/CN=localhost",
+         "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
+        check=True,
+        capture_output=True,
+    )  # fmt: skip
+    return cert
+
+
+class _Handler:
+    def __init__(self, owner: CaptureSMTP) -> None:
+        self.owner = owner
+
+    async def handle_RCPT(
+        self, server: SMTP, session: Session, envelope: Envelope, address: str, rcpt_options: list[str]
+    ) -> str:
+        if address.lower() in self.owner.reject_rcpt:
+            return f"550 5.1.1 <{address}>: Recipient address rejected"
+        envelope.rcpt_tos.append(address)
+        return "250 OK"
+
+    async def handle_DATA(self, server: SMTP, session: Session, envelope: Envelope) -> str:
+        if self.owner.fail_data_code:
+            return f"{self.owner.fail_data_code} Requested action aborted (test)"
+        raw = envelope.original_content or envelope.content
+        assert isinstance(raw, bytes)
+        # parsed with plain \n line ends, as the message was written before it went on the wire
+        message = email.message_from_bytes(raw.replace(b"\r\n", b"\n"), policy=email.policy.default)
+        assert isinstance(message, EmailMessage)
+        received = Received(
+            mail_from=str(envelope.mail_from),
+            rcpt_tos=tuple(envelope.rcpt_tos),
+            authenticated=bool(session.authenticated),
+            tls=session.ssl is not None or self.owner.implicit_tls,
+        )
+        self.owner.record(message, received)
+        return "250 2.0.0 OK: queued"
+
+
+class CaptureSMTP:
+    def __init__(
+        self,
+        *,
+        auth: tuple[str, str] | None = None,
+        starttls: bool = False,
+        require_starttls: bool = False,
+        implicit_tls: bool = False,
+        reject_rcpt: tuple[str, ...] = (),
+        fail_data_code: int | None = None,
+    ) -> None:
+        self.host = "127.0.0.1"
+        self.port = free_port()
+        self.auth = auth
+        self.implicit_tls = implicit_tls
+        self.reject_rcpt = {a.lower() for a in reject_rcpt}
+        self.fail_data_code = fail_data_code
+        self.messages: list[EmailMessage] = []
+        self.envelopes: list[Received] = []
+        self._lock = threading.Lock()
+        self._tmp = Path(tempfile.mkdtemp(prefix="smtp."))
+        self.cafile: Path | None = None
+        options: dict[str, Any] = {"hostname": self.host, "port": self.port, "decode_data": False}
+        if starttls or implicit_tls:
+            self.cafile = self_signed(self._tmp)
+            context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+            context.load_cert_chain(self.cafile, self._tmp / "smtp-key.pem")
+            options["ssl_context" if implicit_tls else "tls_context"] = context
+            if starttls:
+                options["require_starttls"] = require_starttls
+        if auth:
+            options.update(authenticator=self._authenticate, auth_require_tls=False)
+        self.controller = Controller(_Handler(self), **options)
+
+    def _authenticate(
+        self, server: SMTP, session: Session, envelope: Envelope, mechanism: str, auth_data: object
+    ) -> AuthResult:
+        ok = (
+            self.auth is not None
+            and isinstance(auth_data, LoginPassword)
+            and auth_data.login.decode() == self.auth[0]
+            and auth_data.password.decode() == self.auth[1]
+        )
+        return AuthResult(success=ok, handled=False)
+
+    def record(self, message: EmailMessage, received: Received) -> None:
+        with self._lock:
+            self.messages.append(message)
+            self.envelopes.append(received)
+
+    def start(self) -> CaptureSMTP:
+        self.controller.start()
+        return self
+
+    def stop(self) -> None:
+        self.controller.stop()
+        shutil.rmtree(self._tmp, ignore_errors=True)
+
+    def __enter__(self) -> CaptureSMTP:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def env(self) -> dict[str, str]:
+        """The SMTP_* settings that point imap-mcp at this server."""
+        tls = "implicit" if self.implicit_tls else "starttls" if self.cafile else "none"
+        env = {"SMTP_HOST": self.host, "SMTP_PORT": str(self.port), "SMTP_TLS": tls}
+        if self.cafile:
+            env["SMTP_CA_FILE"] = str(self.cafile)
+        return env
