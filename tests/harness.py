@@ -13,11 +13,13 @@ import socket
 import ssl
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 from imap_mcp.server.config import ImapSettings, Secret, Settings, TlsMode
@@ -103,29 +105,58 @@ def wait_for_port(port: int, process: subprocess.Popen[bytes], timeout: float = 
 
 
 @contextlib.contextmanager
-def http_server(env: dict[str, str], *args: str) -> Iterator[str]:
-    """Run `imap-mcp serve` on a free port; yields its MCP URL."""
+def http_server(env: dict[str, str], *args: str, log_path: Path | None = None) -> Iterator[str]:
+    """Run `imap-mcp serve` on a free port; yields its MCP URL.
+
+    The server's stderr goes to `log_path` (default: a temp file removed afterwards), never to
+    a pipe nobody reads, so a chatty server cannot block on a full pipe.
+    """
     port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "imap_mcp.server", "serve", "--port", str(port), *args],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        wait_for_port(port, process)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        process.terminate()
+    with contextlib.ExitStack() as stack:
+        if log_path is None:
+            log_path = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="imap-mcp-log."))) / "stderr.log"
+        log = stack.enter_context(open(log_path, "ab"))
+        process = subprocess.Popen(
+            [sys.executable, "-m", "imap_mcp.server", "serve", "--port", str(port), *args],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+        )
         try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        if process.stderr:
-            process.stderr.close()
+            wait_for_port(port, process)
+            yield f"http://127.0.0.1:{port}/mcp"
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
 
 
 def http_get_status(url: str) -> int:
     return httpx.get(url, timeout=5).status_code
+
+
+def structured(result: Any) -> dict[str, Any]:
+    """The structured result of a tool call that must have succeeded."""
+    assert not result.is_error, result.content
+    assert result.structured_content is not None
+    return result.structured_content  # type: ignore[no-any-return]
+
+
+def error_text(result: Any) -> str:
+    """The message of a tool call that must have failed as a tool error (isError), not a protocol error."""
+    assert result.is_error, result.structured_content
+    return str(result.content[0].text)
+
+
+def append_message(account: Account, raw: bytes, mailbox: str = "INBOX", flags: tuple[bytes, ...] = ()) -> int:
+    """Append `raw` as another mail client would; returns its UID."""
+    client = account.imap()
+    try:
+        response = client.append(mailbox, raw, flags=flags)
+        return int(response.split(b"]")[0].split()[-1])
+    finally:
+        client.logout()
