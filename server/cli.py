@@ -50,6 +50,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         return
     settings = load_or_exit()
     from .app import build_server
+    from .guard import start_lines
+
+    for line in start_lines(settings):
+        print(f"imap-mcp: {line}", file=sys.stderr)
     from .transports import run_http, run_stdio
 
     if args.command == "serve":

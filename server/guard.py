@@ -92,7 +92,9 @@ def message_change_request(tool: str, target: Target) -> ApprovalRequest:
     text = "\n".join(
         [question.format(**values), uid_line, effect.format(**values), f"Account: {target.account}", CALLER_NOTE]
     )
-    summary = f"{target.operation.replace('_', ' ')} {values['n']} (UIDs {shown_uids(target.uids)}) from {values['src']}"
+    summary = (
+        f"{target.operation.replace('_', ' ')} {values['n']} (UIDs {shown_uids(target.uids)}) from {values['src']}"
+    )
     if target.destination and target.operation != "trash":
         summary += f" to {values['dst']}"
     return ApprovalRequest(tool=tool, target=target, question=text, summary=summary)

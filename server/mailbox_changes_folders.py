@@ -1,0 +1,92 @@
+"""Creating, renaming and deleting mailboxes.
+
+Delete and rename are planned like message changes: `plan_folder_change` observes the mailbox
+now and returns the exact `Target` (for a delete, its UIDVALIDITY, UIDNEXT and message count, so
+an approval does not cover mail that arrived or left afterwards, nor a re-created mailbox), and
+`execute_folder_change` re-observes it and runs only if it is unchanged.
+"""
+
+from __future__ import annotations
+
+import imaplib
+from typing import Literal
+
+from imap_mcp.sealing import Target
+from imapclient import IMAPClient
+
+from .imap_pool import NoSuchMailbox
+from .mailbox_changes import ChangeRefused, TargetChanged
+from .mailboxes import list_mailboxes
+
+FolderOperation = Literal["delete_mailbox", "rename_mailbox"]
+_STATUS = [b"UIDVALIDITY", b"UIDNEXT", b"MESSAGES"]
+
+
+def _listed(client: IMAPClient, name: str) -> bool | None:
+    """None when `name` does not exist; else whether it can hold messages."""
+    found = next((m for m in list_mailboxes(client) if m.name == name), None)
+    return None if found is None else found.selectable
+
+
+def _status(client: IMAPClient, name: str) -> dict[bytes, int] | None:
+    """UIDVALIDITY, UIDNEXT and MESSAGES of `name`; None for a folder that holds no messages."""
+    selectable = _listed(client, name)
+    if selectable is None:
+        raise NoSuchMailbox(f"Mailbox {name!r} does not exist; list_mailboxes shows the names.")
+    if not selectable:
+        return None
+    return {key: int(value) for key, value in client.folder_status(name, _STATUS).items()}
+
+
+def plan_folder_change(
+    client: IMAPClient, account: str, operation: FolderOperation, mailbox: str, new_name: str | None
+) -> Target:
+    if mailbox.upper() == "INBOX":
+        raise ChangeRefused("INBOX cannot be deleted or renamed; nothing was changed.")
+    status = _status(client, mailbox)
+    if operation == "rename_mailbox":
+        if not new_name:
+            raise ChangeRefused("A rename needs new_name: the full new name of the mailbox.")
+        if _listed(client, new_name) is not None:
+            raise ChangeRefused(f"A mailbox named {new_name!r} already exists; choose another new_name.")
+    return Target(
+        operation=operation,
+        account=account,
+        source=mailbox,
+        source_uidvalidity=status[b"UIDVALIDITY"] if status else None,
+        destination=new_name if operation == "rename_mailbox" else None,
+        source_uidnext=status[b"UIDNEXT"] if status and operation == "delete_mailbox" else None,
+        source_messages=status[b"MESSAGES"] if status and operation == "delete_mailbox" else None,
+    )
+
+
+def execute_folder_change(client: IMAPClient, target: Target) -> None:
+    """Delete or rename exactly the approved mailbox; `TargetChanged` if it is not as it was."""
+    try:
+        now = plan_folder_change(
+            client,
+            target.account,
+            target.operation,
+            target.source,
+            target.destination,  # type: ignore[arg-type]
+        )
+    except (NoSuchMailbox, ChangeRefused) as exc:
+        raise TargetChanged(f"{exc} Nothing was changed.") from None
+    if now != target:
+        raise TargetChanged(
+            f"The mailbox {target.source!r} changed since the change was approved (new mail, or it was re-created). "
+            "Nothing was changed; call the tool again to be asked anew."
+        )
+    if target.operation == "delete_mailbox":
+        client.delete_folder(target.source)
+    else:
+        client.rename_folder(target.source, target.destination)
+
+
+def create_folder(client: IMAPClient, name: str) -> None:
+    if _listed(client, name) is not None:
+        raise ChangeRefused(f"A mailbox named {name!r} already exists; nothing was changed.")
+    try:
+        client.create_folder(name)
+    except imaplib.IMAP4.error as exc:
+        raise ChangeRefused(f"The IMAP server refused to create {name!r}: {exc}") from None

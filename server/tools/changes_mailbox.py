@@ -1,0 +1,84 @@
+"""`manage_mailbox`: create (no question), rename (two-call token), delete (a person approves)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from imap_mcp.protocol import Guard, TokenIssued
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.types import CallToolResult, InputRequiredResult
+from pydantic import BaseModel, Field
+
+from ..guard import delete_mailbox_request, rename_mailbox_request
+from ..imap_pool import ImapPool
+from ..mailbox_changes_folders import create_folder, execute_folder_change, plan_folder_change
+from .changes_common import changing, log_change, on_change, text_result
+
+Action = Literal["create", "rename", "delete"]
+
+
+class MailboxChange(BaseModel):
+    status: Literal["done", "confirmation_required"] = Field(
+        description="done: the change ran; confirmation_required: nothing ran yet, repeat with confirm_token."
+    )
+    action: Action
+    mailbox: str
+    new_name: str | None = Field(description="The new name (rename only).")
+    approved_by: Literal["dialog", "push", "token", "not needed"] | None = Field(
+        description="How the change was approved; 'not needed' for create."
+    )
+    confirm_token: str | None = Field(default=None, description="Pass this back to run the change (token path).")
+
+
+def register(mcp: MCPServer, pool: ImapPool, guard: Guard) -> None:
+    guard.guarded_tools.add("manage_mailbox")
+
+    @mcp.tool(
+        name="manage_mailbox",
+        title="Create, rename or delete a mailbox",
+        description=(
+            "Create a mailbox (runs at once), rename one (the first call returns a confirm_token; repeat the call "
+            "with it), or delete one with every message in it (a person is always asked to approve first, in a "
+            "dialog where the client can show one; otherwise through the confirm_token)."
+        ),
+        annotations=changing("Create, rename or delete a mailbox", destructive=True, idempotent=False),
+    )
+    async def manage_mailbox(
+        action: Annotated[Action, Field(description="create, rename or delete.")],
+        mailbox: Annotated[str, Field(min_length=1, max_length=1000, description="The mailbox's full name.")],
+        ctx: Context,
+        new_name: Annotated[str | None, Field(max_length=1000, description="For rename: the full new name.")] = None,
+        confirm_token: Annotated[
+            str | None, Field(description="Only when a previous identical call returned one: run the change.")
+        ] = None,
+    ) -> Annotated[CallToolResult, MailboxChange] | InputRequiredResult:
+        account = pool.settings.account
+        if action == "create":
+            await on_change(pool, lambda c: create_folder(c, mailbox), retry=False)
+            log_change("create_mailbox", mailbox)
+            done = MailboxChange(status="done", action=action, mailbox=mailbox, new_name=None, approved_by="not needed")
+            return text_result(f"Created the mailbox {mailbox!r}.", done)
+        operation = "delete_mailbox" if action == "delete" else "rename_mailbox"
+        target = await on_change(pool, lambda c: plan_folder_change(c, account, operation, mailbox, new_name))
+        build = delete_mailbox_request if action == "delete" else rename_mailbox_request
+        request = build("manage_mailbox", target)
+        decision = await guard.approve(ctx, request, confirm_token)
+        if isinstance(decision, InputRequiredResult):
+            return decision
+        shown_new_name = new_name if action == "rename" else None
+        if isinstance(decision, TokenIssued):
+            pending = MailboxChange(
+                status="confirmation_required",
+                action=action,
+                mailbox=mailbox,
+                new_name=shown_new_name,
+                approved_by=None,
+                confirm_token=decision.token,
+            )
+            return text_result(decision.text, pending)
+        await on_change(pool, lambda c: execute_folder_change(c, target), retry=False)
+        log_change(operation, mailbox, approved_by=decision.channel.value, destination=shown_new_name)
+        done = MailboxChange(
+            status="done", action=action, mailbox=mailbox, new_name=shown_new_name, approved_by=decision.channel.value
+        )
+        return text_result(f"Done ({decision.channel.value}): {request.summary}.", done)

@@ -1,0 +1,98 @@
+"""`set_message_flags` and `save_draft`: changes a person need not approve (nothing is lost or sent)."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import AfterValidator, BaseModel, Field
+
+from ..imap_pool import ImapPool
+from ..mailbox_changes_simple import append_draft, draft_message, set_flags
+from ..message_ids import MessageRef, encode_id
+from ..outgoing import OutgoingError
+from .changes_common import changing, log_change, on_change, one_mailbox
+
+SYSTEM_FLAGS = {"\\seen": "\\Seen", "\\flagged": "\\Flagged", "\\answered": "\\Answered"}
+#: an IMAP keyword: an atom without specials (RFC 3501), at most 64 characters
+_KEYWORD = re.compile(r"[A-Za-z0-9$_.+\-&']{1,64}")
+
+
+def checked_flag(raw: str) -> str:
+    """`\\Seen`, `\\Flagged`, `\\Answered` (any case) or a keyword; `\\Deleted` and the rest refused."""
+    if raw.lower() == "\\deleted":
+        raise ValueError("\\Deleted cannot be set or cleared here: to delete messages use delete_messages.")
+    if raw.startswith("\\"):
+        if raw.lower() not in SYSTEM_FLAGS:
+            raise ValueError(f"{raw!r} is not allowed: use \\Seen, \\Flagged, \\Answered or a keyword.")
+        return SYSTEM_FLAGS[raw.lower()]
+    if not _KEYWORD.fullmatch(raw):
+        raise ValueError(f"{raw!r} is not a valid keyword: use letters, digits and $_.-+&' (at most 64).")
+    return raw
+
+
+Flags = Annotated[list[Annotated[str, AfterValidator(checked_flag)]], Field(max_length=20)]
+
+
+class FlagsChanged(BaseModel):
+    ids: list[str] = Field(description="The ids whose flags were changed.")
+    missing_ids: list[str] = Field(description="Ids whose messages no longer exist; nothing happened to them.")
+    added: list[str]
+    removed: list[str]
+
+
+class DraftSaved(BaseModel):
+    mailbox: str = Field(description="The Drafts mailbox the draft was saved in.")
+    id: str | None = Field(description="The draft's message id (null if the server did not report its UID).")
+
+
+def register(mcp: MCPServer, pool: ImapPool) -> None:
+    @mcp.tool(
+        name="set_message_flags",
+        title="Set message flags",
+        description=(
+            "Add or remove flags on messages: \\Seen (read), \\Flagged, \\Answered, or keywords. \\Deleted is "
+            "refused: use delete_messages."
+        ),
+        annotations=changing("Set message flags", destructive=False, idempotent=True),
+    )
+    async def set_message_flags(
+        ids: Annotated[list[str], Field(min_length=1, max_length=50_000, description="Message ids, of one mailbox.")],
+        add: Annotated[Flags, Field(description="Flags to add.")] = [],  # noqa: B006 (pydantic copies defaults)
+        remove: Annotated[Flags, Field(description="Flags to remove.")] = [],  # noqa: B006
+    ) -> FlagsChanged:
+        if not add and not remove:
+            raise ToolError("Give at least one flag in add or remove.")
+        messages = one_mailbox(ids)
+        report = await on_change(pool, lambda c: set_flags(c, messages, add, remove))
+        if report.done:
+            log_change(f"set_flags +{add} -{remove}", messages.mailbox, report.done)
+
+        def as_ids(uids: tuple[int, ...]) -> list[str]:
+            return [encode_id(MessageRef(messages.mailbox, report.uidvalidity, uid)) for uid in uids]
+
+        return FlagsChanged(ids=as_ids(report.done), missing_ids=as_ids(report.missing), added=add, removed=remove)
+
+    @mcp.tool(
+        name="save_draft",
+        title="Save a draft",
+        description="Save a new draft message in the Drafts mailbox (flagged \\Draft). Nothing is sent.",
+        annotations=changing("Save a draft", destructive=False, idempotent=False),
+    )
+    async def save_draft(
+        to: Annotated[list[str], Field(max_length=100, description="Recipient addresses.")],
+        subject: Annotated[str, Field(max_length=998, description="One line.")],
+        body: Annotated[str, Field(max_length=1_000_000, description="Plain text.")],
+        cc: Annotated[list[str], Field(max_length=100, description="Copy addresses.")] = [],  # noqa: B006
+    ) -> DraftSaved:
+        try:
+            message = draft_message(pool.settings.username, to, cc, subject, body)
+        except OutgoingError as exc:
+            raise ToolError(str(exc)) from None
+        saved = await on_change(pool, lambda c: append_draft(c, message), retry=False)
+        uid_part = (saved.uid,) if saved.uid else ()
+        log_change("save_draft", saved.mailbox, uid_part)
+        draft_id = encode_id(MessageRef(saved.mailbox, saved.uidvalidity, saved.uid)) if saved.uid else None
+        return DraftSaved(mailbox=saved.mailbox, id=draft_id)
