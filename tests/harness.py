@@ -17,7 +17,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -160,3 +160,55 @@ def append_message(account: Account, raw: bytes, mailbox: str = "INBOX", flags: 
         return int(response.split(b"]")[0].split()[-1])
     finally:
         client.logout()
+
+
+# --- Approvals (delete/move/manage_mailbox): ids, a scripted person, servers that lack things ---
+
+
+def message_ids(account: Account, mailbox: str) -> list[str]:
+    """The ids of every message in `mailbox`, as search_messages would return them."""
+    from imap_mcp.server.message_ids import MessageRef
+
+    client = account.imap()
+    try:
+        uidvalidity = int(client.select_folder(mailbox, readonly=True)[b"UIDVALIDITY"])
+        return [MessageRef(mailbox, uidvalidity, uid).id for uid in sorted(client.search(["ALL"]))]
+    finally:
+        client.logout()
+
+
+@dataclass
+class Person:
+    """An elicitation callback: records every dialog it is shown and answers as told."""
+
+    action: str = "accept"
+    ticked: bool = True
+    shown: list[str] = field(default_factory=list)
+
+    async def __call__(self, context: object, params: object) -> object:
+        from mcp.types import ElicitResult
+
+        self.shown.append(params.message)  # type: ignore[attr-defined]
+        content = {"approve": self.ticked} if self.action == "accept" else None
+        return ElicitResult(action=self.action, content=content)  # type: ignore[arg-type]
+
+
+def pool_without(account: Account, capabilities: tuple[str, ...] = (), mailboxes: tuple[str, ...] = ()) -> object:
+    """A pool whose connections do not see `capabilities` (e.g. MOVE) nor `mailboxes` in LIST.
+
+    Dovecot still runs whatever is sent; this only changes what imap-mcp is told, as a server
+    without those capabilities (or without a Trash that Dovecot would re-create) would tell it.
+    """
+    from imap_mcp.server.imap_connection import connect
+    from imap_mcp.server.imap_pool import ImapPool
+
+    hidden = {c.upper().encode() for c in capabilities}
+
+    def connector(settings: ImapSettings) -> IMAPClient:
+        client = connect(settings)
+        client._cached_capabilities = tuple(c for c in client.capabilities() if c.upper() not in hidden)
+        listed = client.list_folders
+        client.list_folders = lambda *a, **k: [f for f in listed(*a, **k) if f[2] not in mailboxes]  # type: ignore[method-assign]
+        return client
+
+    return ImapPool(account.imap_settings(), connector=connector)
