@@ -10,6 +10,7 @@ from mcp.server.mcpserver import MCPServer
 from .config import Settings
 from .guard import build_guard
 from .imap_pool import ImapPool
+from .spec_errors import UnknownNamesAreInvalidParams
 from .tools import changes, changes_mailbox, changes_simple, mailboxes, reading, sending
 
 NAME = "imap-mcp"
@@ -44,6 +45,7 @@ def build_server(settings: Settings, pool: ImapPool | None = None, guard: Guard 
         request_state_security=guard.request_state_security(),
     )
     guard.install(mcp)
+    mcp.middleware.append(UnknownNamesAreInvalidParams(mcp))
     for module in TOOL_MODULES:
         module.register(mcp, pool)
     reading.register(mcp, pool, settings.download_dir)

@@ -9,6 +9,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp
 
 from .http_access import AccessControl, HttpSettings
+from .spec_errors import ModernEnvelopeRouting
 
 MCP_PATH = "/mcp"
 
@@ -34,7 +35,7 @@ def http_app(mcp: MCPServer, settings: HttpSettings | None = None) -> ASGIApp:
         json_response=False,
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
-    return AccessControl(sdk_app, settings)
+    return AccessControl(ModernEnvelopeRouting(sdk_app), settings)
 
 
 def run_http(mcp: MCPServer, host: str, port: int, settings: HttpSettings | None = None) -> None:

@@ -138,9 +138,7 @@ def _examples() -> list[Any]:
     params = []
     for row in ERRORS["rows"]:
         for example in row["examples"]:
-            gap = example.get("known_gap")
-            marks = [pytest.mark.xfail(strict=True, reason=gap)] if gap else []
-            params.append(pytest.param(row["code"], example, id=f"{row['code']}:{example['label']}", marks=marks))
+            params.append(pytest.param(row["code"], example, id=f"{row['code']}:{example['label']}"))
     return params
 
 
@@ -148,7 +146,7 @@ def _examples() -> list[Any]:
 def test_each_error_row_example_gets_its_code_and_status(
     client: httpx.Client, url: str, code: int, example: dict[str, Any]
 ) -> None:
-    """Every server-side row of the spec's error table; `known_gap` examples are strict xfails."""
+    """Every server-side row of the spec's error table."""
     response = post(client, url, example["headers"], example.get("body"), example.get("raw"))
     error = assert_error(response, code, example["id"])
     if "data" in example:
@@ -251,14 +249,14 @@ def test_a_legacy_version_inside_the_modern_envelope_is_refused(
     """Legacy versions exist only through `initialize`; on the envelope they never get a result.
 
     With the header still at 2026-07-28 the disagreement is a -32020. With both at the legacy value
-    the SDK routes to its session path, which refuses the sessionless request (-32600, HTTP 400).
+    it is an unsupported version on the envelope path (-32022), naming the versions served there.
     """
     headers, body = _request(name, request_id)
     body["params"]["_meta"][VERSION_KEY] = version
     assert_error(post(client, url, headers, body), -32020, request_id)
     headers["MCP-Protocol-Version"] = version
-    legacy = post(client, url, headers, body)
-    assert legacy.status_code == 400 and "error" in legacy.json()
+    error = assert_error(post(client, url, headers, body), -32022, request_id)
+    assert error["data"] == {"supported": [MODERN], "requested": version}
 
 
 method_names = st.one_of(
