@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Literal
 
 from imapclient import IMAPClient
+from imapclient.exceptions import IMAPClientError
 from pydantic import BaseModel, Field
 
 Role = Literal["inbox", "sent", "drafts", "trash", "junk", "archive", "all", "flagged", "none"]
@@ -65,3 +66,20 @@ def list_mailboxes(client: IMAPClient) -> list[MailboxInfo]:
         )
     found.sort(key=lambda m: (m.role != "inbox", m.name))
     return found
+
+
+def with_counts(client: IMAPClient, mailboxes: list[MailboxInfo]) -> list[MailboxInfo]:
+    """The same list with message and unread counts (STATUS MESSAGES UNSEEN) for every selectable mailbox.
+
+    A mailbox the server will not give a STATUS for (e.g. no read right) keeps null counts.
+    """
+    counted: list[MailboxInfo] = []
+    for mailbox in mailboxes:
+        if mailbox.selectable:
+            try:
+                status = client.folder_status(mailbox.name, [b"MESSAGES", b"UNSEEN"])
+            except IMAPClientError:
+                status = {}
+            mailbox = mailbox.model_copy(update={"messages": status.get(b"MESSAGES"), "unread": status.get(b"UNSEEN")})
+        counted.append(mailbox)
+    return counted

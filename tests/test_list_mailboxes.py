@@ -107,3 +107,14 @@ async def test_a_warm_process_reuses_its_connection(account: Account) -> None:
             by_name(await client.call_tool("list_mailboxes", {}))
     assert pool.opened == 1
     pool.close_all()
+
+
+async def test_counts_come_only_when_asked(account: Account) -> None:
+    async with Client(build_server(account.settings())) as client:
+        plain = by_name(await client.call_tool("list_mailboxes", {}))
+        counted = by_name(await client.call_tool("list_mailboxes", {"counts": True}))
+    assert plain["INBOX"]["messages"] is None and plain["INBOX"]["unread"] is None
+    assert (counted["INBOX"]["messages"], counted["INBOX"]["unread"]) == (9, 6)
+    assert (counted["Projects/Entwürfe"]["messages"], counted["Projects/Entwürfe"]["unread"]) == (1, 0)
+    assert (counted["Trash"]["messages"], counted["Trash"]["unread"]) == (0, 0)
+    assert counted["Public"]["messages"] is None  # a pure folder has no messages to count

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
+from imapclient import IMAPClient
 from mcp.server.mcpserver import MCPServer
 from pydantic import BaseModel, Field
 
 from ..imap_pool import ImapPool
-from ..mailboxes import MailboxInfo, list_mailboxes
+from ..mailboxes import MailboxInfo, list_mailboxes, with_counts
 from .annotations import read_only
 from .errors import on_mailbox
 
@@ -24,9 +27,15 @@ def register(mcp: MCPServer, pool: ImapPool) -> None:
         description=(
             "List every mailbox (folder) of the account with its name, hierarchy delimiter, role "
             "(inbox, sent, drafts, trash, junk, archive, all, flagged, or none) and whether it can "
-            "hold messages."
+            "hold messages. With counts: true, also how many messages each holds and how many are unread."
         ),
         annotations=read_only(TITLE),
     )
-    async def list_mailboxes_tool() -> MailboxList:
-        return MailboxList(mailboxes=await on_mailbox(pool, list_mailboxes))
+    async def list_mailboxes_tool(
+        counts: Annotated[bool, Field(description="Also return message and unread counts (one STATUS each).")] = False,
+    ) -> MailboxList:
+        return MailboxList(mailboxes=await on_mailbox(pool, _counted if counts else list_mailboxes))
+
+
+def _counted(client: IMAPClient) -> list[MailboxInfo]:
+    return with_counts(client, list_mailboxes(client))

@@ -1,0 +1,81 @@
+"""search_messages on servers without SORT (and without ESEARCH): the same answers, in the same order."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from harness import Account, new_account, start_dovecot, structured
+from imap_mcp.server.app import build_server
+from imap_mcp.server.dovecot import DEFAULT_CAPS, Dovecot
+from imap_mcp.server.sample_mail import seed
+from mcp import Client
+from test_search import INBOX_NEWEST_FIRST
+
+pytestmark = pytest.mark.anyio
+
+SORTING = {"SORT", "SORT=DISPLAY", "ESORT", "CONTEXT=SORT"}
+SEARCH_EXTENSIONS = {"ESEARCH", "CONTEXT=SEARCH", "SEARCHRES"}
+
+
+def capabilities_without(hidden: set[str]) -> str:
+    return " ".join(c for c in DEFAULT_CAPS.split() if c not in hidden)
+
+
+@pytest.fixture(
+    scope="module",
+    params=[
+        pytest.param(SORTING, id="no-sort-with-esearch"),
+        pytest.param(SORTING | SEARCH_EXTENSIONS, id="no-sort-no-esearch"),
+    ],
+)
+def limited_dovecot(request: pytest.FixtureRequest) -> Iterator[Dovecot]:
+    caps = capabilities_without(request.param)
+    instance = start_dovecot(extra_config=[f"protocol imap {{\n  imap_capability = {caps}\n}}"])
+    try:
+        yield instance
+    finally:
+        instance.stop()
+
+
+@pytest.fixture
+def limited_account(limited_dovecot: Dovecot) -> Account:
+    account = new_account(limited_dovecot)
+    client = account.imap()
+    try:
+        seed(client)
+        client.append(
+            "INBOX",
+            b"Subject: Delivered late\r\nFrom: late@example.com\r\n\r\nold news\r\n",
+            msg_time=dt.datetime(2026, 10, 2, 9, tzinfo=dt.UTC),
+        )
+    finally:
+        client.logout()
+    return account
+
+
+async def search(client: Client, **arguments: Any) -> dict[str, Any]:
+    return structured(await client.call_tool("search_messages", arguments))
+
+
+def test_the_server_really_hides_sort(limited_account: Account, limited_dovecot: Dovecot) -> None:
+    client = limited_account.imap()
+    try:
+        assert not client.has_capability("SORT")
+    finally:
+        client.logout()
+
+
+async def test_order_totals_and_filters_match_the_sort_path(limited_account: Account) -> None:
+    expected = [*INBOX_NEWEST_FIRST[:-1], "Delivered late", INBOX_NEWEST_FIRST[-1]]
+    async with Client(build_server(limited_account.settings())) as client:
+        pages = [await search(client, offset=offset, limit=4) for offset in (0, 4, 8)]
+        assert [p["total"] for p in pages] == [10, 10, 10]
+        assert [m["subject"] for p in pages for m in p["messages"]] == expected
+        umlauts = await search(client, text="nächste Woche")
+        assert [m["subject"] for m in umlauts["messages"]] == ["Grüße aus München"]
+        dated = await search(client, since="2026-10-02", before="2026-10-05")
+        assert [m["subject"] for m in dated["messages"]] == ["Team lunch on Friday?", "Delivered late"]
+        assert (await search(client, subject="no such words"))["total"] == 0
