@@ -9,6 +9,7 @@ from mcp.server.mcpserver import MCPServer
 
 from .config import Settings
 from .guard import build_guard
+from .http_access import request_principal
 from .imap_pool import ImapPool
 from .spec_errors import UnknownNamesAreInvalidParams
 from .tools import changes, changes_mailbox, changes_simple, mailboxes, reading, sending
@@ -35,7 +36,7 @@ def build_server(settings: Settings, pool: ImapPool | None = None, guard: Guard 
     the same key ring, so a dialog answered on one replica runs on any other.
     """
     pool = pool or ImapPool(settings.imap)
-    guard = guard or build_guard(settings)
+    guard = guard or build_guard(settings, principal=request_principal)
     mcp = MCPServer(
         NAME,
         title="IMAP mailbox",

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
+from mcp.server.context import ServerRequestContext
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -73,6 +74,12 @@ def principal_of_scope(scope: Mapping[str, Any]) -> str | None:
     state = scope.get("state") or {}
     value = state.get(PRINCIPAL_STATE_KEY)
     return value if isinstance(value, str) else None
+
+
+def request_principal(ctx: ServerRequestContext[Any, Any]) -> str | None:
+    """The principal `AccessControl` put on this HTTP request; None on stdio or without tokens."""
+    request = getattr(ctx, "request", None)
+    return principal_of_scope(request.scope) if request is not None else None
 
 
 class AccessControl:
