@@ -12,15 +12,12 @@ from imapclient import IMAPClient
 
 from .mailboxes import list_mailboxes
 from .message_ids import MessageRef, check_uidvalidity
+from .message_reader import MessageGone
 from .outgoing_reply import HEADER_FIELDS, Original, parse_original
 
 SEEN = b"\\Seen"
 ANSWERED = b"\\Answered"
 _HEADER_ITEM = f"BODY.PEEK[HEADER.FIELDS ({' '.join(f.upper() for f in HEADER_FIELDS)})]"
-
-
-class MessageGone(LookupError):
-    """The message an id names is no longer in its mailbox."""
 
 
 class NoSentMailbox(LookupError):

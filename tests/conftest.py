@@ -1,11 +1,12 @@
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
-from harness import Account, new_account, start_dovecot
+from harness import Account, Person, new_account, start_dovecot
 from imap_mcp.server.dovecot import Dovecot
 from imap_mcp.server.sample_mail import seed
+from smtp_capture import CaptureSMTP
 
 
 @pytest.fixture
@@ -39,3 +40,43 @@ def account(dovecot: Dovecot) -> Account:
 def empty_account(dovecot: Dovecot) -> Account:
     """A fresh account with only the server's default mailboxes, all empty."""
     return new_account(dovecot)
+
+
+@pytest.fixture
+def smtp(account: Account) -> Iterator[CaptureSMTP]:
+    """An SMTP listener on loopback (no TLS) that takes the account's own login and keeps what it is sent."""
+    with CaptureSMTP(auth=(account.username, account.password)) as server:
+        yield server
+
+
+#: the From address of the sending tests; the sample mail is addressed to it
+SENDER = "Demo <demo@example.org>"
+
+
+@pytest.fixture
+def sending_env(account: Account, smtp: CaptureSMTP) -> dict[str, str]:
+    """The environment of an imap-mcp that sends through `smtp` as `SENDER`."""
+    return account.env(**smtp.env(), SMTP_FROM=SENDER)
+
+
+@pytest.fixture
+def sent_copies(account: Account) -> Callable[[str], list[tuple[bytes, ...]]]:
+    """The flags of every message in Sent with this Message-ID (without the session flag \\Recent)."""
+
+    def flags_of(message_id: str) -> list[tuple[bytes, ...]]:
+        client = account.imap()
+        try:
+            client.select_folder("Sent", readonly=True)
+            uids = client.search(["HEADER", "Message-ID", message_id])
+            fetched = client.fetch(uids, ["FLAGS"]).values()
+            return [tuple(f for f in found[b"FLAGS"] if f != b"\\Recent") for found in fetched]
+        finally:
+            client.logout()
+
+    return flags_of
+
+
+@pytest.fixture
+def person() -> Person:
+    """A person who approves every dialog shown to them."""
+    return Person()

@@ -8,10 +8,10 @@ from collections.abc import Iterator
 import pytest
 from harness import Account
 from imap_mcp.server.message_ids import MessageRef, StaleMessageId
+from imap_mcp.server.message_reader import MessageGone
 from imap_mcp.server.outgoing import Draft as OutgoingDraft
 from imap_mcp.server.outgoing import build_message, parse_address, parse_recipients, wire_bytes
 from imap_mcp.server.outgoing_mailbox import (
-    MessageGone,
     append_sent_copy,
     fetch_original,
     mark_answered,

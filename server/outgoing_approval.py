@@ -1,0 +1,82 @@
+"""What a person approves before mail is sent, and the target its approval is bound to.
+
+The sealed `Target` of a send names the account, the sender (as `source`) and, as
+`destination`, a digest of everything the message is made of: sender, the sorted to, cc and bcc
+addresses, the subject, the SHA-256 of the body and the threading headers. A reply also pins the
+original by mailbox, UIDVALIDITY and UID. Any change to any of them is another target, so the
+approval given for one message never sends another: the person is asked again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from imap_mcp.protocol import ApprovalRequest
+from imap_mcp.sealing import Target
+
+from .message_ids import MessageRef
+from .outgoing import Draft, describe_for_approval
+
+SEND_OPERATION = "send"
+REPLY_OPERATION = "reply"
+NOT_SHOWN_NOTE = (
+    "Recipients, subject and body come from the caller (the AI assistant's request); display names are not shown, "
+    "and the body is not shown here: ask the assistant to show it to you before approving."
+)
+
+
+def content_digest(draft: Draft) -> str:
+    """SHA-256 over the canonical JSON of everything the message is made of."""
+    content = {
+        "from": draft.sender.addr_spec.lower(),
+        **draft.recipients.bound(),
+        "subject": draft.subject,
+        "body_sha256": draft.body_sha256,
+        "in_reply_to": draft.in_reply_to,
+        "references": list(draft.references),
+    }
+    canonical = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def send_target(account: str, draft: Draft, original: MessageRef | None = None) -> Target:
+    """The exact target of sending `draft` (as a reply to `original`, if given)."""
+    if original is None:
+        return Target(
+            operation=SEND_OPERATION,
+            account=account,
+            source=draft.sender.addr_spec.lower(),
+            destination=content_digest(draft),
+        )
+    return Target(
+        operation=REPLY_OPERATION,
+        account=account,
+        source=original.mailbox,
+        source_uidvalidity=original.uidvalidity,
+        uids=(original.uid,),
+        destination=content_digest(draft),
+    )
+
+
+def summary_of(draft: Draft, original: MessageRef | None) -> str:
+    """One line for results and refusals: what was (or was not) sent, to how many."""
+    count = len(draft.recipients.everyone)
+    people = f"{count} recipient{'s' if count != 1 else ''}"
+    if original is None:
+        return f"send an email to {people}"
+    return f"reply to message UID {original.uid} in {original.mailbox!r}, to {people}"
+
+
+def send_request(tool: str, account: str, draft: Draft, original: MessageRef | None = None) -> ApprovalRequest:
+    """The approval request for sending `draft`: a dialog always, never only a token."""
+    question = "\n".join(
+        [
+            describe_for_approval(draft, reply_in=original.mailbox if original else None),
+            f"Account: {account}",
+            NOT_SHOWN_NOTE,
+        ]
+    )
+    return ApprovalRequest(
+        tool=tool, target=send_target(account, draft, original), question=question, summary=summary_of(draft, original)
+    )

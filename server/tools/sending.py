@@ -1,0 +1,280 @@
+"""`send_message` and `reply_to_message`: mail leaves only after a person approved exactly it.
+
+Both go through the one guard (`protocol.Guard`), bound to the exact recipients, subject and
+body (`outgoing_approval`). Sent exactly once, with no state on the server: the Message-ID is
+derived from the approval the call carries (the sealed dialog state, or the confirm_token),
+so a replay of an approved call (a client or gateway sending the same retry twice) has the
+same Message-ID, finds it in the Sent mailbox, and sends nothing more. A pushed dialog
+(2025-11-25) carries nothing to replay: a repeated call asks the person again.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import secrets
+from collections.abc import Callable, Sequence
+from typing import Annotated, Literal, TypeVar
+
+import anyio.to_thread
+from imap_mcp.protocol import Approved, Channel, Guard, TokenIssued
+from imapclient import IMAPClient
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, InputRequiredResult
+from pydantic import BaseModel, Field
+
+from ..config import SmtpSettings
+from ..imap_pool import ImapPool
+from ..logs import get_logger
+from ..message_ids import InvalidMessageId, MessageRef, StaleMessageId, decode_id
+from ..message_reader import MessageGone
+from ..outgoing import (
+    MAX_RECIPIENTS,
+    MAX_SUBJECT_LENGTH,
+    Draft,
+    OutgoingError,
+    build_message,
+    check_body,
+    check_subject,
+    message_id_for,
+    parse_address,
+    parse_recipients,
+    wire_bytes,
+)
+from ..outgoing_approval import send_request
+from ..outgoing_mailbox import NoSentMailbox, append_sent_copy, fetch_original, mark_answered, sent_copy_exists
+from ..outgoing_mailbox import sent_mailbox as find_sent_mailbox
+from ..outgoing_reply import reply_draft
+from ..smtp_send import SendFailed, send
+from .changes_common import changing, text_result
+from .errors import on_mailbox
+
+T = TypeVar("T")
+SEND_TOOL = "send_message"
+REPLY_TOOL = "reply_to_message"
+#: refusals whose text is written for the model: what went wrong and what to do
+REFUSALS = (InvalidMessageId, StaleMessageId, MessageGone, NoSentMailbox)
+MAX_BODY_CHARS = 1_000_000
+
+ADDRESSES = "Addresses, each 'alice@example.com' or 'Alice <alice@example.com>'."
+To = Annotated[Sequence[str], Field(min_length=1, max_length=MAX_RECIPIENTS, description=ADDRESSES)]
+Addresses = Annotated[Sequence[str], Field(max_length=MAX_RECIPIENTS, description=ADDRESSES)]
+Body = Annotated[str, Field(max_length=MAX_BODY_CHARS, description="The message text (plain text, sent as written).")]
+SaveToSent = Annotated[
+    bool,
+    Field(
+        description="true: file a copy, marked read, in the Sent mailbox. Set false only when the provider files sent "
+        "mail itself (Gmail, Microsoft 365): the Sent copy is also how a repeated call is recognised."
+    ),
+]
+ConfirmToken = Annotated[
+    str | None,
+    Field(
+        description="Only when a previous identical call returned a confirm_token because no dialog could be "
+        "shown: pass that token to send."
+    ),
+]
+
+
+class SendResult(BaseModel):
+    status: Literal["sent", "already_sent", "confirmation_required"] = Field(
+        description="sent: the message left now; already_sent: this approved message had been sent before, "
+        "nothing more was sent; confirmation_required: nothing was sent, repeat the call with confirm_token."
+    )
+    message_id: str | None = Field(description="The Message-ID header of the message (null until approved).")
+    recipients: int = Field(description="How many addresses (to, cc and bcc) the message was for.")
+    refused: dict[str, str] = Field(
+        default_factory=dict, description="Recipients the SMTP server refused (address: its answer); the rest got it."
+    )
+    saved_to_sent: bool = Field(default=False, description="Whether a copy is in the Sent mailbox.")
+    answered: bool | None = Field(default=None, description="For a reply: whether the original is marked answered.")
+    problems: list[str] = Field(
+        default_factory=list, description="What went wrong after the message was sent (it was still sent)."
+    )
+    approved_by: Literal["dialog", "push", "token"] | None = Field(
+        default=None,
+        description="How a person approved it: a dialog (2026-07-28), a pushed dialog (2025-11-25), "
+        "or the two-call token.",
+    )
+    confirm_token: str | None = Field(default=None, description="Pass this back to send (token path).")
+
+
+async def _on_mailbox(pool: ImapPool, operation: Callable[[IMAPClient], T], retry: bool = True) -> T:
+    try:
+        return await on_mailbox(pool, operation, retry=retry)
+    except REFUSALS as exc:
+        raise ToolError(f"Nothing was sent: {exc}") from None
+
+
+def _approval_evidence(ctx: Context, decision: Approved, confirm_token: str | None) -> bytes:
+    """What identifies this approval on every replay of the call: the sealed state or token it carries."""
+    carried = {Channel.DIALOG: ctx.request_state, Channel.TOKEN: confirm_token}.get(decision.channel)
+    return carried.encode() if carried else secrets.token_bytes(32)
+
+
+def _refusal(exc: OutgoingError) -> ToolError:
+    return ToolError(f"Nothing was sent: {exc}")
+
+
+class Sender:
+    """Everything the two tools share: ask, check the Sent record, send, file, report."""
+
+    def __init__(self, pool: ImapPool, smtp: SmtpSettings, guard: Guard) -> None:
+        self.pool = pool
+        self.smtp = smtp
+        self.guard = guard
+        self.from_address = parse_address(smtp.sender, "From")
+        self.own_addresses = frozenset(
+            a.lower() for a in (self.from_address.addr_spec, pool.settings.username, smtp.username) if "@" in a
+        )
+
+    async def send(
+        self,
+        ctx: Context,
+        tool: str,
+        draft: Draft,
+        original: MessageRef | None,
+        save_to_sent: bool,
+        confirm_token: str | None,
+    ) -> CallToolResult | InputRequiredResult:
+        request = send_request(tool, self.pool.settings.account, draft, original)
+        decision = await self.guard.approve(ctx, request, confirm_token)
+        count = len(draft.recipients.everyone)
+        if isinstance(decision, InputRequiredResult):
+            return decision
+        if isinstance(decision, TokenIssued):
+            pending = SendResult(
+                status="confirmation_required", message_id=None, recipients=count, confirm_token=decision.token
+            )
+            return text_result(decision.text, pending)
+        message_id = message_id_for(_approval_evidence(ctx, decision, confirm_token), self.from_address)
+        sent_box = await _on_mailbox(self.pool, find_sent_mailbox)
+        if await _on_mailbox(self.pool, lambda c: sent_copy_exists(c, sent_box, message_id)):
+            done = SendResult(status="already_sent", message_id=message_id, recipients=count, saved_to_sent=True)
+            return text_result(f"Already sent earlier, nothing more was sent: {request.summary}.", done)
+        result = await self._deliver(draft, message_id, save_to_sent, sent_box, decision.channel)
+        if original is not None:
+            result.answered = await self._mark_answered(original, result)
+        get_logger().info(
+            "sent: %s message_id=%s recipients=%d refused=%d approved_by=%s",
+            request.tool,
+            message_id,
+            count,
+            len(result.refused),
+            decision.channel.value,
+        )
+        return text_result(_describe(request.summary, result), result)
+
+    async def _deliver(
+        self, draft: Draft, message_id: str, save_to_sent: bool, sent_box: str, channel: Channel
+    ) -> SendResult:
+        when = dt.datetime.now(dt.UTC)
+        message = build_message(draft, message_id, when)
+        envelope = [a.addr_spec for a in draft.recipients.everyone]
+        try:
+            refused = await anyio.to_thread.run_sync(send, self.smtp, message, envelope)
+        except SendFailed as exc:
+            raise ToolError(str(exc)) from None
+        result = SendResult(
+            status="sent",
+            message_id=message_id,
+            recipients=len(envelope),
+            refused=refused,
+            approved_by=channel.value,
+        )
+        if save_to_sent:
+            try:
+                await on_mailbox(
+                    self.pool, lambda c: append_sent_copy(c, sent_box, wire_bytes(message), when), retry=False
+                )
+                result.saved_to_sent = True
+            except ToolError as exc:
+                result.problems.append(f"The message was sent, but filing its copy in {sent_box!r} failed: {exc}")
+        return result
+
+    async def _mark_answered(self, original: MessageRef, result: SendResult) -> bool:
+        try:
+            await _on_mailbox(self.pool, lambda c: mark_answered(c, original))
+        except ToolError as exc:
+            result.problems.append(f"The reply was sent, but marking the original as answered failed: {exc}")
+            return False
+        return True
+
+
+def _describe(summary: str, result: SendResult) -> str:
+    text = f"Sent ({result.approved_by}): {summary}. Message-ID {result.message_id}."
+    if result.refused:
+        text += f" The SMTP server refused {len(result.refused)} recipient(s): " + ", ".join(result.refused) + "."
+    if result.saved_to_sent:
+        text += " A copy is in the Sent mailbox."
+    return " ".join([text, *result.problems])
+
+
+def register(mcp: MCPServer, pool: ImapPool, guard: Guard, smtp: SmtpSettings | None) -> None:
+    """Offer the sending tools, only when SMTP is configured (`SMTP_HOST`)."""
+    if smtp is None:
+        return
+    sender = Sender(pool, smtp, guard)
+    guard.guarded_tools.update({SEND_TOOL, REPLY_TOOL})
+
+    @mcp.tool(
+        name=SEND_TOOL,
+        title="Send an email",
+        description=(
+            "Send a new plain-text email from the account. A person is always asked to approve it first, in a "
+            "dialog where the client can show one (recipients, subject and body length); otherwise the first call "
+            "returns a confirm_token and sends nothing. Changing recipients, subject or body asks again. Repeating "
+            "an approved call sends nothing more."
+        ),
+        annotations=changing("Send an email", destructive=True, idempotent=False),
+    )
+    async def send_message(
+        to: To,
+        subject: Annotated[str, Field(max_length=MAX_SUBJECT_LENGTH, description="The subject line, one line.")],
+        body: Body,
+        ctx: Context,
+        cc: Addresses = (),
+        bcc: Addresses = (),
+        save_to_sent: SaveToSent = True,
+        confirm_token: ConfirmToken = None,
+    ) -> Annotated[CallToolResult, SendResult] | InputRequiredResult:
+        try:
+            draft = Draft(
+                sender=sender.from_address,
+                recipients=parse_recipients(to, cc, bcc),
+                subject=check_subject(subject),
+                body=check_body(body),
+            )
+        except OutgoingError as exc:
+            raise _refusal(exc) from None
+        return await sender.send(ctx, SEND_TOOL, draft, None, save_to_sent, confirm_token)
+
+    @mcp.tool(
+        name=REPLY_TOOL,
+        title="Reply to a message",
+        description=(
+            "Reply to a message by its id: to its Reply-To (or From), and with reply_all also to its To and Cc, "
+            "never to this account itself; subject 'Re: …' and threading headers are set, and the original is "
+            "marked answered. The original is not quoted: write the whole reply in body. A person is always asked "
+            "to approve it first, as for send_message."
+        ),
+        annotations=changing("Reply to a message", destructive=True, idempotent=False),
+    )
+    async def reply_to_message(
+        id: Annotated[str, Field(description="The id (imap.…) of the message to answer, as a tool returned it.")],
+        body: Body,
+        ctx: Context,
+        reply_all: Annotated[bool, Field(description="true: also to the original's To and Cc.")] = False,
+        save_to_sent: SaveToSent = True,
+        confirm_token: ConfirmToken = None,
+    ) -> Annotated[CallToolResult, SendResult] | InputRequiredResult:
+        try:
+            ref = decode_id(id)
+        except InvalidMessageId as exc:
+            raise ToolError(f"Nothing was sent: {exc}") from None
+        original = await _on_mailbox(pool, lambda c: fetch_original(c, ref))
+        try:
+            draft = reply_draft(original, sender.from_address, sender.own_addresses, body, reply_all)
+        except OutgoingError as exc:
+            raise _refusal(exc) from None
+        return await sender.send(ctx, REPLY_TOOL, draft, ref, save_to_sent, confirm_token)

@@ -1,0 +1,195 @@
+"""send_message end to end: SDK client → imap-mcp → guard → aiosmtpd listener and Dovecot's Sent."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Literal
+
+import pytest
+from conftest import SENDER
+from harness import MODES, Account, Person, error_text, stdio_params, structured
+from imap_mcp.server.app import build_server
+from imap_mcp.server.config import load_settings
+from mcp import Client
+from mcp.types import ElicitResult, InputRequiredResult
+from smtp_capture import CaptureSMTP
+
+pytestmark = pytest.mark.anyio
+
+SentCopies = Callable[[str], list[tuple[bytes, ...]]]
+BODY = "Hi Alice,\n\nlunch on Friday at noon?\n\nDemo\n"
+MESSAGE: dict[str, Any] = {
+    "to": ["Alice Example <alice@example.com>"],
+    "cc": ["bob@example.net"],
+    "bcc": ["eve@example.org"],
+    "subject": "Lunch on Friday",
+    "body": BODY,
+}
+YES = {"approval": ElicitResult(action="accept", content={"approve": True})}
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_persons_yes_sends_one_message_and_files_it_in_sent(
+    mode: str, sending_env: dict[str, str], smtp: CaptureSMTP, person: Person, sent_copies: SentCopies
+) -> None:
+    async with Client(build_server(load_settings(sending_env)), mode=mode, elicitation_callback=person) as client:
+        result = structured(await client.call_tool("send_message", MESSAGE))
+    assert result["status"] == "sent" and result["recipients"] == 3 and result["saved_to_sent"]
+    assert result["approved_by"] == ("push" if mode == "legacy" else "dialog")
+    [message], [envelope] = smtp.messages, smtp.envelopes
+    assert envelope.mail_from == "demo@example.org"
+    assert envelope.rcpt_tos == ("alice@example.com", "bob@example.net", "eve@example.org")
+    assert envelope.authenticated
+    assert message["From"] == SENDER
+    assert message["To"] == "Alice Example <alice@example.com>"
+    assert message["Cc"] == "bob@example.net"
+    assert "Bcc" not in message
+    assert message["Subject"] == "Lunch on Friday"
+    assert message["Message-ID"] == result["message_id"]
+    assert message["Date"] is not None
+    assert message.get_content() == BODY
+    assert sent_copies(result["message_id"]) == [(b"\\Seen",)]
+    [question] = person.shown
+    assert "to 3 recipients" in question
+    assert "To: alice@example.com\nCc: bob@example.net\nBcc: eve@example.org" in question
+    assert "Subject, as written by the assistant: 'Lunch on Friday'" in question
+    assert f"Body, as written by the assistant: {len(BODY)} characters" in question
+    assert "lunch on Friday at noon" not in question
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(
+    ("action", "approve"), [("decline", False), ("cancel", False), ("accept", False)], ids=["no", "closed", "unticked"]
+)
+async def test_a_no_sends_nothing(
+    mode: str,
+    action: Literal["accept", "decline", "cancel"],
+    approve: bool,
+    sending_env: dict[str, str],
+    smtp: CaptureSMTP,
+) -> None:
+    answer = Person(action=action, ticked=approve)
+    async with Client(build_server(load_settings(sending_env)), mode=mode, elicitation_callback=answer) as client:
+        result = await client.call_tool("send_message", MESSAGE)
+    assert "nothing was changed" in error_text(result)
+    assert len(answer.shown) == 1 and smtp.messages == []
+
+
+async def test_a_changed_recipient_after_approval_asks_again(sending_env: dict[str, str], smtp: CaptureSMTP) -> None:
+    async with Client(build_server(load_settings(sending_env)), mode="2026-07-28", elicitation_callback=Person()) as c:
+        asked = await c.session.call_tool("send_message", MESSAGE, allow_input_required=True)
+        assert isinstance(asked, InputRequiredResult)
+        for changed in ({"to": ["mallory@attacker.example"]}, {"bcc": []}, {"subject": "Lunch?"}, {"body": BODY + "!"}):
+            retried = await c.session.call_tool(
+                "send_message",
+                {**MESSAGE, **changed},
+                input_responses=YES,
+                request_state=asked.request_state,
+                allow_input_required=True,
+            )
+            assert isinstance(retried, InputRequiredResult), changed
+    assert smtp.messages == []
+
+
+async def test_a_replayed_approved_retry_sends_nothing_more(
+    sending_env: dict[str, str], smtp: CaptureSMTP, sent_copies: SentCopies
+) -> None:
+    async with Client(build_server(load_settings(sending_env)), mode="2026-07-28", elicitation_callback=Person()) as c:
+        asked = await c.session.call_tool("send_message", MESSAGE, allow_input_required=True)
+        assert isinstance(asked, InputRequiredResult)
+        retry = {"input_responses": YES, "request_state": asked.request_state}
+        first = structured(await c.session.call_tool("send_message", MESSAGE, **retry))
+        again = structured(await c.session.call_tool("send_message", MESSAGE, **retry))
+    assert (first["status"], again["status"]) == ("sent", "already_sent")
+    assert again["message_id"] == first["message_id"]
+    assert len(smtp.messages) == 1
+    assert len(sent_copies(first["message_id"])) == 1
+
+
+async def test_a_second_approval_of_the_same_message_sends_it_again(
+    sending_env: dict[str, str], smtp: CaptureSMTP
+) -> None:
+    """Only a replay is held back: a person who approves the same text twice gets two messages."""
+    settings = load_settings(sending_env)
+    for _ in range(2):
+        async with Client(build_server(settings), mode="legacy", elicitation_callback=Person()) as client:
+            assert structured(await client.call_tool("send_message", MESSAGE))["status"] == "sent"
+    assert len(smtp.messages) == 2
+    assert smtp.messages[0]["Message-ID"] != smtp.messages[1]["Message-ID"]
+
+
+async def test_without_a_dialog_the_token_sends_once_and_a_replay_sends_nothing_more(
+    sending_env: dict[str, str], smtp: CaptureSMTP
+) -> None:
+    async with Client(build_server(load_settings(sending_env)), mode="2026-07-28") as client:
+        pending = structured(await client.call_tool("send_message", MESSAGE))
+        assert pending["status"] == "confirmation_required" and smtp.messages == []
+        confirmed = {**MESSAGE, "confirm_token": pending["confirm_token"]}
+        changed = await client.call_tool("send_message", {**confirmed, "cc": ["mallory@attacker.example"]})
+        assert "does not fit this call" in error_text(changed) and smtp.messages == []
+        sent = structured(await client.call_tool("send_message", confirmed))
+        replayed = structured(await client.call_tool("send_message", confirmed))
+    assert (sent["status"], sent["approved_by"], replayed["status"]) == ("sent", "token", "already_sent")
+    assert len(smtp.messages) == 1
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        pytest.param({"subject": "Hi\r\nBcc: eve@evil.example"}, id="crlf-in-subject"),
+        pytest.param({"subject": "Hi\nX-Injected: 1"}, id="lf-in-subject"),
+        pytest.param({"to": ["alice@example.com\r\nBcc: eve@evil.example"]}, id="crlf-in-to"),
+        pytest.param({"cc": ["Bob\n <bob@example.net>"]}, id="lf-in-cc-name"),
+        pytest.param({"bcc": ["eve@example.org\rX: y"]}, id="cr-in-bcc"),
+        pytest.param({"to": ["alice@example.com, eve@evil.example"]}, id="two-addresses-in-one"),
+        pytest.param({"to": ["not-an-address"]}, id="no-domain"),
+    ],
+)
+async def test_injection_attempts_are_refused_before_anyone_is_asked(
+    bad: dict[str, Any], sending_env: dict[str, str], smtp: CaptureSMTP, person: Person
+) -> None:
+    async with Client(build_server(load_settings(sending_env)), mode="2026-07-28", elicitation_callback=person) as c:
+        result = await c.call_tool("send_message", {**MESSAGE, **bad})
+    assert "Nothing was sent" in error_text(result)
+    assert person.shown == [] and smtp.messages == []
+
+
+async def test_a_failed_send_after_approval_says_so_and_files_nothing(
+    account: Account, person: Person, sent_copies: SentCopies
+) -> None:
+    with CaptureSMTP(fail_data_code=554) as failing:
+        settings = load_settings(account.env(**failing.env(), SMTP_FROM=SENDER))
+        async with Client(build_server(settings), mode="2026-07-28", elicitation_callback=person) as client:
+            result = await client.call_tool("send_message", MESSAGE)
+    assert "did not take the message (554" in error_text(result)
+    assert len(person.shown) == 1
+
+
+async def test_without_smtp_host_the_sending_tools_are_not_offered(account: Account) -> None:
+    async with Client(build_server(load_settings(account.env())), mode="2026-07-28") as client:
+        names = {tool.name for tool in (await client.list_tools()).tools}
+    assert not names & {"send_message", "reply_to_message"}
+
+
+async def test_the_sending_tools_state_their_annotations(sending_env: dict[str, str]) -> None:
+    async with Client(build_server(load_settings(sending_env)), mode="2026-07-28") as client:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+    for name in ("send_message", "reply_to_message"):
+        hints = tools[name].annotations
+        assert hints is not None
+        assert (hints.read_only_hint, hints.destructive_hint, hints.idempotent_hint, hints.open_world_hint) == (
+            False,
+            True,
+            False,
+            True,
+        )
+
+
+async def test_a_person_approves_a_send_over_a_real_stdio_process(
+    sending_env: dict[str, str], smtp: CaptureSMTP, person: Person, sent_copies: SentCopies
+) -> None:
+    async with Client(stdio_params(sending_env), mode="2026-07-28", elicitation_callback=person) as client:
+        result = structured(await client.call_tool("send_message", MESSAGE))
+    assert result["status"] == "sent" and len(person.shown) == 1
+    assert [m["Message-ID"] for m in smtp.messages] == [result["message_id"]]
+    assert sent_copies(result["message_id"]) == [(b"\\Seen",)]
