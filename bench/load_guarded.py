@@ -31,9 +31,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 from harness import Account, http_server, new_account, start_dovecot  # noqa: E402
-from load_balancer import round_robin  # noqa: E402
-
 from imap_mcp.server.message_ids import MessageRef  # noqa: E402
+from load_balancer import round_robin  # noqa: E402
 
 SEAL_KEYS = "bench-key-" + "x" * 40
 
@@ -147,7 +146,8 @@ def main() -> None:
     p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
     print(f"guarded round trips through nginx → 2 replicas ({args.clients} concurrent clients)")
     print(
-        "| round trips | errors | p50 ms | p99 ms | round trips/s | lost | duplicated | left in INBOX | requests per replica |"
+        "| round trips | errors | p50 ms | p99 ms | round trips/s | lost | duplicated | left in INBOX "
+        "| requests per replica |"
     )
     print("|---|---|---|---|---|---|---|---|---|")
     print(
