@@ -1,0 +1,44 @@
+"""save_draft: appended to Drafts with \\Draft, addresses checked, nothing sent, never a question."""
+
+from __future__ import annotations
+
+import email
+
+import pytest
+from harness import Account, message_ids
+from imap_mcp.server.app import build_server
+from mcp import Client
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_a_draft_lands_in_drafts_flagged_draft(account: Account) -> None:
+    args = {"to": ["Bob <bob@example.net>"], "cc": ["carol@example.com"], "subject": "Plan", "body": "Hi Bob"}
+    async with Client(build_server(account.settings()), mode="2026-07-28") as client:
+        result = await client.call_tool("save_draft", args)
+    draft_id = result.structured_content["id"]  # type: ignore[index]
+    assert draft_id == message_ids(account, "Drafts")[-1]
+    direct = account.imap()
+    direct.select_folder("Drafts", readonly=True)
+    uid = int(draft_id.rsplit(".", 1)[1])
+    fetched = direct.fetch([uid], ["FLAGS", "RFC822"])[uid]
+    direct.logout()
+    assert b"\\Draft" in fetched[b"FLAGS"]
+    message = email.message_from_bytes(fetched[b"RFC822"])
+    assert message["To"] == "Bob <bob@example.net>" and message["Cc"] == "carol@example.com"
+    assert message["Subject"] == "Plan"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        {"to": ["bob@example.net"], "subject": "Plan\r\nBcc: eve@example.org", "body": "x"},
+        {"to": ["not an address"], "subject": "Plan", "body": "x"},
+    ],
+)
+async def test_a_header_injection_or_a_bad_address_is_refused(account: Account, args: dict[str, object]) -> None:
+    before = message_ids(account, "Drafts")
+    async with Client(build_server(account.settings())) as client:
+        result = await client.call_tool("save_draft", args)
+    assert result.is_error
+    assert message_ids(account, "Drafts") == before
