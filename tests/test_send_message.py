@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 import pytest
 from conftest import SENDER
-from harness import MODES, Account, Person, error_text, stdio_params, structured
+from harness import MODES, Account, Person, error_text, pool_without, stdio_params, structured
 from imap_mcp.server.app import build_server
 from imap_mcp.server.config import load_settings
 from mcp import Client
@@ -193,3 +193,14 @@ async def test_a_person_approves_a_send_over_a_real_stdio_process(
     assert result["status"] == "sent" and len(person.shown) == 1
     assert [m["Message-ID"] for m in smtp.messages] == [result["message_id"]]
     assert sent_copies(result["message_id"]) == [(b"\\Seen",)]
+
+
+async def test_an_account_without_a_sent_mailbox_asks_no_one_and_says_why(
+    account: Account, sending_env: dict[str, str], smtp: CaptureSMTP, person: Person
+) -> None:
+    pool = pool_without(account, mailboxes=("Sent",))
+    server = build_server(load_settings(sending_env), pool=pool)  # type: ignore[arg-type]
+    async with Client(server, mode="2026-07-28", elicitation_callback=person) as client:
+        result = await client.call_tool("send_message", MESSAGE)
+    assert "Nothing was sent: The account has no Sent mailbox" in error_text(result)
+    assert person.shown == [] and smtp.messages == []

@@ -103,7 +103,7 @@ async def _on_mailbox(pool: ImapPool, operation: Callable[[IMAPClient], T], retr
     try:
         return await on_mailbox(pool, operation, retry=retry)
     except REFUSALS as exc:
-        raise ToolError(f"Nothing was sent: {exc}") from None
+        raise _nothing_sent(exc) from None
 
 
 def _approval_evidence(ctx: Context, decision: Approved, confirm_token: str | None) -> bytes:
@@ -112,7 +112,8 @@ def _approval_evidence(ctx: Context, decision: Approved, confirm_token: str | No
     return carried.encode() if carried else secrets.token_bytes(32)
 
 
-def _refusal(exc: OutgoingError) -> ToolError:
+def _nothing_sent(exc: Exception) -> ToolError:
+    """A refusal before anything left: the model reads what to change."""
     return ToolError(f"Nothing was sent: {exc}")
 
 
@@ -137,6 +138,7 @@ class Sender:
         save_to_sent: bool,
         confirm_token: str | None,
     ) -> CallToolResult | InputRequiredResult:
+        sent_box = await _on_mailbox(self.pool, find_sent_mailbox)  # before asking: without it nothing is sent
         request = send_request(tool, self.pool.settings.account, draft, original)
         decision = await self.guard.approve(ctx, request, confirm_token)
         count = len(draft.recipients.everyone)
@@ -148,7 +150,6 @@ class Sender:
             )
             return text_result(decision.text, pending)
         message_id = message_id_for(_approval_evidence(ctx, decision, confirm_token), self.from_address)
-        sent_box = await _on_mailbox(self.pool, find_sent_mailbox)
         if await _on_mailbox(self.pool, lambda c: sent_copy_exists(c, sent_box, message_id)):
             done = SendResult(status="already_sent", message_id=message_id, recipients=count, saved_to_sent=True)
             return text_result(f"Already sent earlier, nothing more was sent: {request.summary}.", done)
@@ -194,8 +195,8 @@ class Sender:
 
     async def _mark_answered(self, original: MessageRef, result: SendResult) -> bool:
         try:
-            await _on_mailbox(self.pool, lambda c: mark_answered(c, original))
-        except ToolError as exc:
+            await on_mailbox(self.pool, lambda c: mark_answered(c, original))
+        except (ToolError, *REFUSALS) as exc:
             result.problems.append(f"The reply was sent, but marking the original as answered failed: {exc}")
             return False
         return True
@@ -246,7 +247,7 @@ def register(mcp: MCPServer, pool: ImapPool, guard: Guard, smtp: SmtpSettings | 
                 body=check_body(body),
             )
         except OutgoingError as exc:
-            raise _refusal(exc) from None
+            raise _nothing_sent(exc) from None
         return await sender.send(ctx, SEND_TOOL, draft, None, save_to_sent, confirm_token)
 
     @mcp.tool(
@@ -271,10 +272,10 @@ def register(mcp: MCPServer, pool: ImapPool, guard: Guard, smtp: SmtpSettings | 
         try:
             ref = decode_id(id)
         except InvalidMessageId as exc:
-            raise ToolError(f"Nothing was sent: {exc}") from None
+            raise _nothing_sent(exc) from None
         original = await _on_mailbox(pool, lambda c: fetch_original(c, ref))
         try:
             draft = reply_draft(original, sender.from_address, sender.own_addresses, body, reply_all)
         except OutgoingError as exc:
-            raise _refusal(exc) from None
+            raise _nothing_sent(exc) from None
         return await sender.send(ctx, REPLY_TOOL, draft, ref, save_to_sent, confirm_token)
