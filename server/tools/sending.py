@@ -46,6 +46,7 @@ from ..outgoing_mailbox import NoSentMailbox, append_sent_copy, fetch_original, 
 from ..outgoing_mailbox import sent_mailbox as find_sent_mailbox
 from ..outgoing_reply import reply_draft
 from ..smtp_send import SendFailed, send
+from .changes import ConfirmToken
 from .changes_common import changing, text_result
 from .errors import on_mailbox
 
@@ -65,13 +66,6 @@ SaveToSent = Annotated[
     Field(
         description="true: file a copy, marked read, in the Sent mailbox. Set false only when the provider files sent "
         "mail itself (Gmail, Microsoft 365): the Sent copy is also how a repeated call is recognised."
-    ),
-]
-ConfirmToken = Annotated[
-    str | None,
-    Field(
-        description="Only when a previous identical call returned a confirm_token because no dialog could be "
-        "shown: pass that token to send."
     ),
 ]
 
