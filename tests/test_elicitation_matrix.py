@@ -132,13 +132,20 @@ async def test_over_stdio(account: Account, mode: str, has_person: bool) -> None
 
 
 @pytest.mark.parametrize(
-    ("mode", "has_person", "elicitation"),
-    [("legacy", True, "true"), ("2026-07-28", True, "true"), ("legacy", False, "true"), ("2026-07-28", True, "false")],
+    ("mode", "has_person", "env", "dialog"),
+    [
+        ("legacy", True, {}, "push"),
+        ("2026-07-28", True, {}, "dialog"),
+        ("legacy", False, {}, None),
+        ("2026-07-28", True, {"ELICITATION": "false"}, None),
+        ("legacy", True, {"IMAP_MCP_LEGACY_HTTP": "stateless"}, None),  # no back channel: the token
+    ],
 )
-async def test_over_http(account: Account, mode: str, has_person: bool, elicitation: str) -> None:
+async def test_over_http(
+    account: Account, mode: str, has_person: bool, env: dict[str, str], dialog: str | None
+) -> None:
     person = Person() if has_person else None
-    dialog = expected_dialog(mode, has_person, elicitation == "true")
-    with http_server(account.env(ELICITATION=elicitation, IMAP_MCP_SEAL_KEYS="k" * 40)) as url:
+    with http_server(account.env(IMAP_MCP_SEAL_KEYS="k" * 40, **env)) as url:
         await delete_one_over(url, account, mode, person, dialog)
 
 
