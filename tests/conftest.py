@@ -6,7 +6,7 @@ import pytest
 from harness import Account, Person, new_account, start_dovecot
 from imap_mcp.server.dovecot import Dovecot
 from imap_mcp.server.sample_mail import seed
-from smtp_capture import CaptureSMTP
+from smtp_capture import SENDER, CaptureSMTP
 
 
 @pytest.fixture
@@ -47,10 +47,6 @@ def smtp(account: Account) -> Iterator[CaptureSMTP]:
     """An SMTP listener on loopback (no TLS) that takes the account's own login and keeps what it is sent."""
     with CaptureSMTP(auth=(account.username, account.password)) as server:
         yield server
-
-
-#: the From address of the sending tests; the sample mail is addressed to it
-SENDER = "Demo <demo@example.org>"
 
 
 @pytest.fixture

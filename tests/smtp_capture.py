@@ -30,6 +30,9 @@ from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import SMTP, AuthResult, Envelope, LoginPassword, Session
 from imap_mcp.server.dovecot import free_port
 
+#: the From address imap-mcp sends as in the tests; the sample mail is addressed to it
+SENDER = "Demo <demo@example.org>"
+
 # aiosmtpd 1.4.6 touches its deprecated Session.login_data on every successful AUTH and warns on "mail.log"
 logging.getLogger("mail.log").setLevel(logging.ERROR)
 

@@ -6,13 +6,12 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 import pytest
-from conftest import SENDER
 from harness import MODES, Account, Person, error_text, pool_without, stdio_params, structured
 from imap_mcp.server.app import build_server
 from imap_mcp.server.config import load_settings
 from mcp import Client
 from mcp.types import ElicitResult, InputRequiredResult
-from smtp_capture import CaptureSMTP
+from smtp_capture import SENDER, CaptureSMTP
 
 pytestmark = pytest.mark.anyio
 
