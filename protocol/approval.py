@@ -106,6 +106,8 @@ class Guard:
         install_before_boundary(mcp, ReaskOnUnopenedState(self.guarded_tools))
 
     async def approve(self, ctx: Context, request: ApprovalRequest, confirm_token: str | None) -> Decision:
+        """Ask the way this request allows. `confirm_token` counts only on the token path: where a
+        dialog can be shown, a person decides, whatever token the model passes along."""
         channel = channel_for(ctx, self.elicitation) if request.dialog else Channel.TOKEN
         if channel is Channel.DIALOG:
             return self._dialog_round(ctx, request)

@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 
 from ..guard import delete_mailbox_request, rename_mailbox_request
 from ..imap_pool import ImapPool
-from ..mailbox_changes_folders import create_folder, execute_folder_change, plan_folder_change
+from ..mailbox_changes_folders import FolderOperation, create_folder, execute_folder_change, plan_folder_change
 from .changes_common import changing, log_change, on_change, text_result
 
 Action = Literal["create", "rename", "delete"]
@@ -58,7 +58,7 @@ def register(mcp: MCPServer, pool: ImapPool, guard: Guard) -> None:
             log_change("create_mailbox", mailbox)
             done = MailboxChange(status="done", action=action, mailbox=mailbox, new_name=None, approved_by="not needed")
             return text_result(f"Created the mailbox {mailbox!r}.", done)
-        operation = "delete_mailbox" if action == "delete" else "rename_mailbox"
+        operation: FolderOperation = "delete_mailbox" if action == "delete" else "rename_mailbox"
         target = await on_change(pool, lambda c: plan_folder_change(c, account, operation, mailbox, new_name))
         build = delete_mailbox_request if action == "delete" else rename_mailbox_request
         request = build("manage_mailbox", target)
