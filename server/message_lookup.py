@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from imapclient import IMAPClient
+
 from .message_ids import MAX_UID, InvalidMessageId, MessageRef, check_uidvalidity, decode_id
 
 
@@ -58,6 +60,12 @@ def resolve_one(message_id: str | None, mailbox: str | None, uid: int | None) ->
     """The single message named by `message_id`, or by the deprecated `mailbox` + `uid`."""
     targets = resolve_targets([message_id] if message_id else None, mailbox, [uid] if uid is not None else None)
     return targets[0]
+
+
+def current_ref(client: IMAPClient, target: Target) -> MessageRef:
+    """The one message of `target`, checked against its mailbox's UIDVALIDITY now (examines the mailbox)."""
+    current = client.select_folder(target.mailbox, readonly=True)[b"UIDVALIDITY"]
+    return check_target(target, current)[0]
 
 
 def check_target(target: Target, current_uidvalidity: int) -> list[MessageRef]:

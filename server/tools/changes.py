@@ -15,6 +15,7 @@ from ..mailbox_changes import Operation, execute_message_change, plan_message_ch
 from ..message_ids import MessageRef, encode_id
 from ..message_lookup import Target as Messages
 from .changes_common import changing, log_change, on_change, one_mailbox, text_result
+from .deprecated import DeprecatedMailbox, DeprecatedUids
 
 Ids = Annotated[
     list[str],
@@ -127,13 +128,15 @@ def register(mcp: MCPServer, pool: ImapPool, guard: Guard) -> None:
         annotations=changing("Delete messages", destructive=True, idempotent=True),
     )
     async def delete_messages(
-        ids: Ids,
         ctx: Context,
+        ids: Ids | None = None,
         permanent: Annotated[bool, Field(description="true: expunge for good; false: move to Trash.")] = False,
         confirm_token: ConfirmToken = None,
+        mailbox: DeprecatedMailbox = None,
+        uids: DeprecatedUids = None,
     ) -> Annotated[CallToolResult, MessageChange] | InputRequiredResult:
         operation: Operation = "delete_permanently" if permanent else "trash"
-        selection = one_mailbox(ids)
+        selection = one_mailbox(ids, mailbox, uids)
         return await change_messages(pool, guard, ctx, "delete_messages", selection, operation, None, confirm_token)
 
     @mcp.tool(
@@ -147,13 +150,15 @@ def register(mcp: MCPServer, pool: ImapPool, guard: Guard) -> None:
         annotations=changing("Move or copy messages", destructive=True, idempotent=False),
     )
     async def move_messages(
-        ids: Ids,
         destination: Annotated[str, Field(min_length=1, description="The mailbox to move or copy to.")],
         ctx: Context,
+        ids: Ids | None = None,
         mode: Annotated[
             Literal["move", "copy"], Field(description="move: remove from the source; copy: keep.")
         ] = "move",
         confirm_token: ConfirmToken = None,
+        mailbox: DeprecatedMailbox = None,
+        uids: DeprecatedUids = None,
     ) -> Annotated[CallToolResult, MessageChange] | InputRequiredResult:
-        selection = one_mailbox(ids)
+        selection = one_mailbox(ids, mailbox, uids)
         return await change_messages(pool, guard, ctx, "move_messages", selection, mode, destination, confirm_token)

@@ -43,10 +43,10 @@ async def on_change(pool: ImapPool, operation: Callable[[IMAPClient], T], retry:
         raise ToolError(str(exc)) from None
 
 
-def one_mailbox(ids: Sequence[str]) -> Messages:
-    """The ids as one mailbox's UIDs; a change acts on one source mailbox per call."""
+def one_mailbox(ids: Sequence[str] | None, mailbox: str | None = None, uids: Sequence[int] | None = None) -> Messages:
+    """The ids (or deprecated mailbox + uids) as one mailbox's UIDs; a change acts on one mailbox per call."""
     try:
-        groups = resolve_targets(ids, None, None)
+        groups = resolve_targets(ids, mailbox, uids)
     except InvalidMessageId as exc:
         raise ToolError(str(exc)) from None
     if len(groups) != 1:

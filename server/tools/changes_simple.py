@@ -14,6 +14,7 @@ from ..mailbox_changes_simple import append_draft, draft_message, set_flags
 from ..message_ids import MessageRef, encode_id
 from ..outgoing import OutgoingError
 from .changes_common import changing, log_change, on_change, one_mailbox
+from .deprecated import DeprecatedMailbox, DeprecatedUids
 
 SYSTEM_FLAGS = {"\\seen": "\\Seen", "\\flagged": "\\Flagged", "\\answered": "\\Answered"}
 #: an IMAP keyword: an atom without specials (RFC 3501), at most 64 characters
@@ -59,13 +60,17 @@ def register(mcp: MCPServer, pool: ImapPool) -> None:
         annotations=changing("Set message flags", destructive=False, idempotent=True),
     )
     async def set_message_flags(
-        ids: Annotated[list[str], Field(min_length=1, max_length=50_000, description="Message ids, of one mailbox.")],
+        ids: Annotated[
+            list[str] | None, Field(min_length=1, max_length=50_000, description="Message ids, of one mailbox.")
+        ] = None,
         add: Annotated[Flags, Field(description="Flags to add.")] = [],  # noqa: B006 (pydantic copies defaults)
         remove: Annotated[Flags, Field(description="Flags to remove.")] = [],  # noqa: B006
+        mailbox: DeprecatedMailbox = None,
+        uids: DeprecatedUids = None,
     ) -> FlagsChanged:
         if not add and not remove:
             raise ToolError("Give at least one flag in add or remove.")
-        messages = one_mailbox(ids)
+        messages = one_mailbox(ids, mailbox, uids)
         report = await on_change(pool, lambda c: set_flags(c, messages, add, remove))
         if report.done:
             log_change(f"set_flags +{add} -{remove}", messages.mailbox, report.done)

@@ -31,11 +31,12 @@ from ..attachments import (
     write_part,
 )
 from ..imap_pool import Examined, ImapPool, InMailbox, NoSuchMailbox
-from ..message_ids import MAX_UID, InvalidMessageId, MessageRef, StaleMessageId
+from ..message_ids import InvalidMessageId, MessageRef, StaleMessageId
 from ..message_lookup import Target, resolve_one
 from ..message_reader import MessageContent, MessageGone, read_message
 from ..search import SearchPage, SearchQuery, search_page
 from .annotations import read_only
+from .deprecated import DeprecatedMailbox, DeprecatedUid
 from .errors import on_mailbox
 
 T = TypeVar("T")
@@ -52,10 +53,6 @@ SearchText = Annotated[
 MessageId = Annotated[
     str | None, Field(description="The message id (imap.…) that search_messages or another tool returned.")
 ]
-DeprecatedMailbox = Annotated[
-    str | None, Field(min_length=1, description="Deprecated: mailbox name, with uid, instead of id.")
-]
-DeprecatedUid = Annotated[int | None, Field(ge=1, le=MAX_UID, description="Deprecated: the IMAP UID, with mailbox.")]
 
 
 def _renamed(**wire_to_python: str) -> Callable[[Callable[..., Awaitable[T]]], Callable[..., Awaitable[T]]]:

@@ -26,7 +26,8 @@ from pydantic import BaseModel, Field
 from ..config import SmtpSettings
 from ..imap_pool import ImapPool
 from ..logs import get_logger
-from ..message_ids import InvalidMessageId, MessageRef, StaleMessageId, decode_id
+from ..message_ids import InvalidMessageId, MessageRef, StaleMessageId
+from ..message_lookup import current_ref, resolve_one
 from ..message_reader import MessageGone
 from ..outgoing import (
     MAX_RECIPIENTS,
@@ -48,6 +49,7 @@ from ..outgoing_reply import reply_draft
 from ..smtp_send import SendFailed, send
 from .changes import ConfirmToken
 from .changes_common import changing, text_result
+from .deprecated import DeprecatedMailbox, DeprecatedUid
 from .errors import on_mailbox
 
 T = TypeVar("T")
@@ -256,17 +258,22 @@ def register(mcp: MCPServer, pool: ImapPool, guard: Guard, smtp: SmtpSettings | 
         annotations=changing("Reply to a message", destructive=True, idempotent=False),
     )
     async def reply_to_message(
-        id: Annotated[str, Field(description="The id (imap.…) of the message to answer, as a tool returned it.")],
         body: Body,
         ctx: Context,
+        id: Annotated[
+            str | None, Field(description="The id (imap.…) of the message to answer, as a tool returned it.")
+        ] = None,
         reply_all: Annotated[bool, Field(description="true: also to the original's To and Cc.")] = False,
         save_to_sent: SaveToSent = True,
         confirm_token: ConfirmToken = None,
+        mailbox: DeprecatedMailbox = None,
+        uid: DeprecatedUid = None,
     ) -> Annotated[CallToolResult, SendResult] | InputRequiredResult:
         try:
-            ref = decode_id(id)
+            target = resolve_one(id, mailbox, uid)
         except InvalidMessageId as exc:
             raise _nothing_sent(exc) from None
+        ref = await _on_mailbox(pool, lambda c: current_ref(c, target))
         original = await _on_mailbox(pool, lambda c: fetch_original(c, ref))
         try:
             draft = reply_draft(original, sender.from_address, sender.own_addresses, body, reply_all)

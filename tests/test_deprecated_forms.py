@@ -1,0 +1,79 @@
+"""Every tool that takes `id`/`ids` also takes the deprecated `mailbox` + `uid`/`uids`."""
+
+from __future__ import annotations
+
+import pytest
+from harness import Account, Person, error_text, structured
+from imap_mcp.server.app import build_server
+from imap_mcp.server.config import load_settings
+from mcp import Client
+from smtp_capture import CaptureSMTP
+
+pytestmark = pytest.mark.anyio
+
+
+def uid_of(account: Account, subject: str, mailbox: str = "INBOX") -> int:
+    client = account.imap()
+    try:
+        client.select_folder(mailbox, readonly=True)
+        [uid] = client.search(["SUBJECT", subject])
+        return int(uid)
+    finally:
+        client.logout()
+
+
+def flags(account: Account, uid: int, mailbox: str = "INBOX") -> set[bytes]:
+    client = account.imap()
+    try:
+        client.select_folder(mailbox, readonly=True)
+        return set(client.get_flags([uid]).get(uid, ()))
+    finally:
+        client.logout()
+
+
+async def test_set_message_flags_by_mailbox_and_uids(account: Account) -> None:
+    uid = uid_of(account, "Quarterly report")
+    async with Client(build_server(account.settings())) as client:
+        result = structured(
+            await client.call_tool("set_message_flags", {"mailbox": "INBOX", "uids": [uid], "add": ["\\Flagged"]})
+        )
+    assert len(result["ids"]) == 1
+    assert b"\\Flagged" in flags(account, uid)
+
+
+async def test_delete_and_move_by_mailbox_and_uids(account: Account, person: Person) -> None:
+    lunch, deals = uid_of(account, "Team lunch on Friday?"), uid_of(account, "Your weekly deals")
+    async with Client(build_server(account.settings()), mode="2026-07-28", elicitation_callback=person) as client:
+        deleted = structured(await client.call_tool("delete_messages", {"mailbox": "INBOX", "uids": [lunch]}))
+        moved = structured(
+            await client.call_tool("move_messages", {"mailbox": "INBOX", "uids": [deals], "destination": "Archive"})
+        )
+    assert deleted["status"] == "done" and deleted["count"] == 1
+    assert moved["status"] == "done" and len(moved["new_ids"]) == 1
+    assert flags(account, lunch) == set() and flags(account, deals) == set()  # both gone from INBOX
+    assert len(person.shown) == 2  # each was asked
+
+
+async def test_uid_ranges_and_mixed_forms_are_refused(account: Account) -> None:
+    async with Client(build_server(account.settings())) as client:
+        ranged = await client.call_tool("set_message_flags", {"mailbox": "INBOX", "uids": ["1:*"], "add": ["\\Seen"]})
+        mixed = await client.call_tool(
+            "set_message_flags", {"ids": ["imap.SU5CT1g.1.1"], "mailbox": "INBOX", "uids": [1], "add": ["\\Seen"]}
+        )
+        neither = await client.call_tool("delete_messages", {})
+    assert ranged.is_error
+    assert "not both" in error_text(mixed)
+    assert "message id" in error_text(neither)
+
+
+async def test_reply_by_mailbox_and_uid(
+    account: Account, sending_env: dict[str, str], smtp: CaptureSMTP, person: Person
+) -> None:
+    uid = uid_of(account, "Re: Project kickoff")
+    async with Client(build_server(load_settings(sending_env)), elicitation_callback=person) as client:
+        result = structured(
+            await client.call_tool("reply_to_message", {"mailbox": "INBOX", "uid": uid, "body": "Works for me.\n"})
+        )
+    assert result["status"] == "sent"
+    assert smtp.envelopes[0].rcpt_tos == ("bob@example.net",)
+    assert b"\\Answered" in flags(account, uid)
