@@ -5,27 +5,16 @@ from __future__ import annotations
 import contextlib
 import imaplib
 import ssl
-from functools import cache
 
 from imapclient import IMAPClient
 from imapclient.exceptions import IMAPClientError, LoginError
 
 from .config import ImapSettings
+from .tls import tls_context
 
 
 class MailboxUnavailable(Exception):
     """The IMAP server could not be reached or refused the login; the message says what to check."""
-
-
-@cache
-def _tls_context(ca_file: str | None) -> ssl.SSLContext:
-    context = ssl.create_default_context(cafile=ca_file)
-    context.minimum_version = ssl.TLSVersion.TLSv1_2
-    return context
-
-
-def tls_context(settings: ImapSettings) -> ssl.SSLContext:
-    return _tls_context(str(settings.ca_file) if settings.ca_file else None)
 
 
 def _where(settings: ImapSettings) -> str:
@@ -39,7 +28,7 @@ def connect(settings: ImapSettings) -> IMAPClient:
             settings.host,
             port=settings.port,
             ssl=settings.tls == "implicit",
-            ssl_context=tls_context(settings) if settings.tls == "implicit" else None,
+            ssl_context=tls_context(settings.ca_file) if settings.tls == "implicit" else None,
             timeout=settings.timeout,
         )
     except ssl.SSLError as exc:
@@ -54,7 +43,7 @@ def connect(settings: ImapSettings) -> IMAPClient:
         ) from None
     try:
         if settings.tls == "starttls":
-            client.starttls(tls_context(settings))
+            client.starttls(tls_context(settings.ca_file))
         client.login(settings.username, settings.password.reveal())
     except LoginError:
         _close_quietly(client)

@@ -12,7 +12,7 @@ import ssl
 from email.message import EmailMessage
 
 from .config import SmtpSettings
-from .imap_connection import _tls_context
+from .tls import tls_context
 
 
 class SendFailed(Exception):
@@ -30,7 +30,7 @@ def _reply_text(code: int, text: bytes | str) -> str:
 
 
 def _open(settings: SmtpSettings) -> smtplib.SMTP:
-    context = _tls_context(str(settings.ca_file) if settings.ca_file else None)
+    context = tls_context(settings.ca_file)
     if settings.tls == "implicit":
         return smtplib.SMTP_SSL(settings.host, settings.port, timeout=settings.timeout, context=context)
     connection = smtplib.SMTP(settings.host, settings.port, timeout=settings.timeout)
