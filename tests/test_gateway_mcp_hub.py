@@ -19,8 +19,10 @@ from typing import Any
 import httpx
 import pytest
 from gateway.mcp_hub import Hub, hub_version, run_hub
-from harness import Account, Person, error_text, http_server, message_ids, structured
+from harness import Account, Person, error_text, http_server, message_ids, new_account, structured
 from imap_mcp.server.app import build_server
+from imap_mcp.server.dovecot import Dovecot
+from imap_mcp.server.sample_mail import seed
 from mcp import Client
 from mcp.client.sse import sse_client
 from mcp.shared.exceptions import MCPError
@@ -42,10 +44,24 @@ def imap_env(account: Account) -> dict[str, str]:
     return env
 
 
-@pytest.fixture
-def hub(account: Account, tmp_path: Path) -> Iterator[Hub]:
+@pytest.fixture(scope="module")
+def account(dovecot: Dovecot) -> Account:
+    """One account with the sample mail for this module: its tests share one hub (each asserts relative to
+    what it found, so they run in any order and on either xdist worker)."""
+    shared = new_account(dovecot)
+    client = shared.imap()
+    try:
+        seed(client)
+    finally:
+        client.logout()
+    return shared
+
+
+@pytest.fixture(scope="module")
+def hub(account: Account, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]:
     """mcp-hub with imap-mcp both ways: spawned over stdio, and `imap-mcp serve` behind a bearer token."""
     assert IMAP_MCP.exists(), IMAP_MCP
+    tmp_path = tmp_path_factory.mktemp("mcp-hub")
     with http_server(account.env(IMAP_MCP_AUTH_TOKENS=REMOTE_TOKEN), log_path=tmp_path / "serve.log") as url:
         servers = {
             "imap": {"command": str(IMAP_MCP), "args": ["stdio"], "env": imap_env(account)},
