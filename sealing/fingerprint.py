@@ -26,6 +26,8 @@ class Target:
 
     `source_uidnext` and `source_messages` pin a whole mailbox's contents (for deleting a
     mailbox): mail that arrives or leaves after the question was asked gives another target.
+    `content` is a digest of what a change carries (the message a send hands out), so changing
+    a recipient, the subject or the body after approval gives another target.
     """
 
     operation: str
@@ -37,6 +39,7 @@ class Target:
     destination_uidvalidity: int | None = None
     source_uidnext: int | None = None
     source_messages: int | None = None
+    content: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "uids", tuple(sorted(set(self.uids))))

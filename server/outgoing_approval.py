@@ -1,7 +1,7 @@
 """What a person approves before mail is sent, and the target its approval is bound to.
 
-The sealed `Target` of a send names the account, the sender (as `source`) and, as
-`destination`, a digest of everything the message is made of: sender, the sorted to, cc and bcc
+The sealed `Target` of a send names the account, the sender (as `source`) and, as `content`, a
+digest of everything the message is made of: sender, the sorted to, cc and bcc
 addresses, the subject, the SHA-256 of the body and the threading headers. A reply also pins the
 original by mailbox, UIDVALIDITY and UID. Any change to any of them is another target, so the
 approval given for one message never sends another: the person is asked again.
@@ -47,7 +47,7 @@ def send_target(account: str, draft: Draft, original: MessageRef | None = None) 
             operation=SEND_OPERATION,
             account=account,
             source=draft.sender.addr_spec.lower(),
-            destination=content_digest(draft),
+            content=content_digest(draft),
         )
     return Target(
         operation=REPLY_OPERATION,
@@ -55,7 +55,7 @@ def send_target(account: str, draft: Draft, original: MessageRef | None = None) 
         source=original.mailbox,
         source_uidvalidity=original.uidvalidity,
         uids=(original.uid,),
-        destination=content_digest(draft),
+        content=content_digest(draft),
     )
 
 
