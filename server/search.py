@@ -22,6 +22,7 @@ from .imap_fetch import esearch_all, fetch
 from .imap_pool import Examined
 from .message_ids import MessageRef
 from .message_parts import attachments, decode_words, parse_structure
+from .search_cache import OrderCache
 from .uid_sets import expand
 
 SUMMARY_ITEMS = ("FLAGS", "INTERNALDATE", "RFC822.SIZE", "ENVELOPE", "BODYSTRUCTURE")
@@ -152,8 +153,15 @@ def newest_first(client: IMAPClient, query: SearchQuery) -> list[int]:
     return _newest_first_by_date(client, query)
 
 
-def search_page(client: IMAPClient, examined: Examined, query: SearchQuery) -> SearchPage:
-    ordered = newest_first(client, query)
+def search_page(
+    client: IMAPClient, examined: Examined, query: SearchQuery, cache: OrderCache | None = None
+) -> SearchPage:
+    """One page of `query`'s matches; `cache` may supply the order when the mailbox is unchanged."""
+    if cache is None:
+        ordered: Sequence[int] = newest_first(client, query)
+    else:
+        search_key = (tuple(map(repr, query.criteria())), query.charset)
+        ordered = cache.ordered(client, examined.mailbox, search_key, lambda: newest_first(client, query))
     page = ordered[query.offset : query.offset + query.limit]
     found = fetch(client, page, SUMMARY_ITEMS) if page else {}
     return SearchPage(

@@ -35,6 +35,7 @@ from ..message_ids import InvalidMessageId, MessageRef, StaleMessageId
 from ..message_lookup import Target, resolve_one
 from ..message_reader import MessageContent, MessageGone, read_message
 from ..search import SearchPage, SearchQuery, search_page
+from ..search_cache import OrderCache
 from .annotations import read_only
 from .deprecated import DeprecatedMailbox, DeprecatedUid
 from .errors import on_mailbox
@@ -106,6 +107,8 @@ def _search_query(
 
 
 def register_search(mcp: MCPServer, pool: ImapPool) -> None:
+    order_cache = OrderCache()
+
     @mcp.tool(
         name="search_messages",
         title=SEARCH_TITLE,
@@ -135,7 +138,7 @@ def register_search(mcp: MCPServer, pool: ImapPool) -> None:
         limit: Annotated[int, Field(ge=1, le=100, description="Page size, 1 to 100.")] = 20,
     ) -> SearchPage:
         query = _search_query(sender, to, subject, text, since, before, unread_only, flagged_only, offset, limit)
-        return await read(pool, mailbox, functools.partial(search_page, query=query))
+        return await read(pool, mailbox, functools.partial(search_page, query=query, cache=order_cache))
 
 
 def register_get_message(mcp: MCPServer, pool: ImapPool) -> None:
