@@ -58,7 +58,16 @@ CACHE_FIELDS = (
     "mail_always_cache_fields = flags date.received date.sent size.virtual hdr.from hdr.to hdr.cc hdr.subject "
     "hdr.date hdr.message-id hdr.in-reply-to hdr.references imap.bodystructure"
 )
-OPERATIONS = ("search page 1", "filtered search", "get_message")
+#: an operation measured with a flag changed in INBOX (by another connection) before every call, so no
+#: cached order can be reused: imap-mcp has to SORT again, as raw does every time
+CHANGED = ", mailbox changed before each call"
+OPERATIONS = (
+    "search page 1",
+    "search page 1" + CHANGED,
+    "filtered search",
+    "filtered search" + CHANGED,
+    "get_message",
+)
 CRITERIA: dict[str, list[Any]] = {"search page 1": ["ALL"], "filtered search": ["FROM", SENDER]}
 #: what get_message fetches first, before it knows which part holds the text
 READ_HEAD = ["FLAGS", "BODYSTRUCTURE", f"BODY.PEEK[HEADER.FIELDS ({' '.join(HEADER_FIELDS)})]"]
@@ -130,8 +139,23 @@ class Raw:
         if operation == "get_message":
             self.read()
         else:
-            self.page(CRITERIA[operation])
+            self.page(CRITERIA[operation.removesuffix(CHANGED)])
         return (time.perf_counter() - start) * 1000
+
+
+class Toucher:
+    """Another mail client that flips \\Flagged on the oldest message: INBOX's HIGHESTMODSEQ grows."""
+
+    def __init__(self, dovecot: Dovecot) -> None:
+        self.client = raw_client(dovecot)
+        self.client.select_folder("INBOX")
+        self.uid = min(self.client.search(["ALL"]))
+        self.flagged = False
+
+    def touch(self) -> None:
+        change = self.client.remove_flags if self.flagged else self.client.add_flags
+        change([self.uid], [b"\\Flagged"])
+        self.flagged = not self.flagged
 
 
 def server_params(dovecot: Dovecot) -> StdioServerParameters:
@@ -155,6 +179,7 @@ class Mine:
     read_uid: int
 
     def arguments(self, operation: str) -> tuple[str, dict[str, Any]]:
+        operation = operation.removesuffix(CHANGED)
         if operation == "get_message":
             return "get_message", {"mailbox": "INBOX", "uid": self.read_uid}
         return "search_messages", {"from": SENDER} if operation == "filtered search" else {}
@@ -212,7 +237,7 @@ class Peer:
 
     def request(self, operation: str) -> dict[str, Any]:
         assert self.process.stdin is not None
-        self.process.stdin.write(operation + "\n")
+        self.process.stdin.write(operation.removesuffix(CHANGED) + "\n")
         self.process.stdin.flush()
         answer = self._answer()
         self.answers.setdefault(operation, []).append(answer)
@@ -231,18 +256,24 @@ class Peer:
 Side = Callable[[str], Awaitable[float]]
 
 
-async def rounds(operation: str, sides: dict[str, Side], runs: int) -> dict[str, list[float]]:
+async def rounds(
+    operation: str, sides: dict[str, Side], runs: int, before_each: Callable[[], None] | None = None
+) -> dict[str, list[float]]:
     """One unmeasured warm-up call per side, then `runs` rounds of one call per side.
 
     Raw and imap-mcp swap which goes first every round; a third side (the peer) goes last.
+    `before_each` (unmeasured) runs before every call.
     """
+    prepare = before_each or (lambda: None)
     for call in sides.values():
+        prepare()
         await call(operation)
     names = list(sides)
     times: dict[str, list[float]] = {name: [] for name in names}
     for round_ in range(runs):
         order = names if round_ % 2 == 0 else [names[1], names[0], *names[2:]]
         for name in order:
+            prepare()
             times[name].append(await sides[name](operation))
     return times
 
@@ -264,7 +295,15 @@ async def measure(
         sides: dict[str, Side] = {RAW: raw.call, MINE: mine.call}
         if peer is not None:
             sides[PEER] = peer.call
-        return {operation: await rounds(operation, sides, runs) for operation in OPERATIONS}, totals
+        toucher = Toucher(dovecot)
+        try:
+            measured = {
+                operation: await rounds(operation, sides, runs, toucher.touch if CHANGED in operation else None)
+                for operation in OPERATIONS
+            }
+        finally:
+            toucher.client.logout()
+        return measured, totals
 
 
 async def fresh_processes(dovecot: Dovecot, read_uid: int, processes: int) -> dict[str, list[tuple[float, float]]]:
