@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
 from imap_mcp.server.config import ImapSettings, Secret, Settings, TlsMode
 from imap_mcp.server.dovecot import Dovecot, free_port
 from imapclient import IMAPClient
@@ -124,7 +123,10 @@ def http_server(env: dict[str, str], *args: str, log_path: Path | None = None) -
             stderr=log,
         )
         try:
-            wait_for_port(port, process)
+            try:
+                wait_for_port(port, process)
+            except (RuntimeError, TimeoutError) as exc:
+                raise RuntimeError(f"{exc}; server log:\n{log_path.read_text(errors='replace')[-4000:]}") from None
             yield f"http://127.0.0.1:{port}/mcp"
         finally:
             process.terminate()
@@ -135,8 +137,14 @@ def http_server(env: dict[str, str], *args: str, log_path: Path | None = None) -
                 process.wait()
 
 
-def http_get_status(url: str) -> int:
-    return httpx.get(url, timeout=5).status_code
+@contextlib.contextmanager
+def spec_fixture_server(env: dict[str, str], log_path: Path) -> Iterator[str]:
+    """`imap-mcp serve` in its default single-instance mode with the conformance fixtures on.
+
+    The URL names `localhost`: the suite's DNS-rebinding scenario needs a local host name.
+    """
+    with http_server(dict(env, IMAP_MCP_SPEC_FIXTURES="true"), log_path=log_path) as url:
+        yield url.replace("127.0.0.1", "localhost")
 
 
 def structured(result: Any) -> dict[str, Any]:

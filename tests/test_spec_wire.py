@@ -17,8 +17,7 @@ from typing import Any
 
 import httpx
 import pytest
-from conformance.fixture_server import serve_with_fixtures
-from harness import new_account
+from harness import new_account, spec_fixture_server
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from imap_mcp.server.dovecot import Dovecot
@@ -46,7 +45,7 @@ DEFINED_CODES = set(ERRORS["defined_codes"])
 @pytest.fixture(scope="module")
 def url(dovecot: Dovecot, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     log = tmp_path_factory.mktemp("spec-wire") / "server.log"
-    with serve_with_fixtures(new_account(dovecot).env(), log) as served:
+    with spec_fixture_server(new_account(dovecot).env(), log) as served:
         yield served
 
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from fixture_server import serve_with_fixtures
-from harness import new_account
+from harness import new_account, spec_fixture_server
 from imap_mcp.server.dovecot import Dovecot
 from pinned_suite import Harness, installed_harness
 
@@ -21,5 +20,5 @@ def conformance_cli() -> Harness:
 def fixture_server_url(dovecot: Dovecot, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """`imap-mcp serve` (default single-instance mode, spec fixtures on) for an account of its own."""
     log = tmp_path_factory.mktemp("conformance-server") / "server.log"
-    with serve_with_fixtures(new_account(dovecot).env(), log) as url:
+    with spec_fixture_server(new_account(dovecot).env(), log) as url:
         yield url

@@ -6,21 +6,16 @@ never used. A missing install is done with `npm ci` from the committed lock file
 
 from __future__ import annotations
 
-import fcntl
 import os
-import shutil
 import subprocess
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
+from npm_pinned import ensure_installed
 
 HARNESS_DIR = Path(__file__).parent
 NODE_BIN = HARNESS_DIR / "node_modules" / ".bin"
 HARNESS_ENTRY = HARNESS_DIR / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
-NPM_CI_TIMEOUT_S = 300
-INSTALL_LOCK = Path(tempfile.gettempdir()) / "imap-mcp-conformance-npm-ci.lock"
 
 
 @dataclass(frozen=True)
@@ -49,28 +44,7 @@ def _installed() -> bool:
     return (NODE_BIN / "node").exists() and HARNESS_ENTRY.exists()
 
 
-def _npm_ci() -> None:
-    npm = shutil.which("npm")
-    if npm is None:
-        pytest.fail("npm is not on PATH: it is needed to install the pinned conformance harness")
-    done = subprocess.run(
-        [npm, "ci", "--prefix", str(HARNESS_DIR), "--no-audit", "--no-fund"],
-        capture_output=True,
-        text=True,
-        timeout=NPM_CI_TIMEOUT_S,
-        check=False,
-    )
-    if done.returncode != 0 or not _installed():
-        pytest.fail(f"npm ci --prefix {HARNESS_DIR} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
-
-
 def installed_harness() -> Harness:
-    """The pinned harness, installed first when missing; a failed install fails the test, never skips it.
-
-    The install holds a file lock: pytest-xdist workers may all reach here at once.
-    """
-    with INSTALL_LOCK.open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not _installed():
-            _npm_ci()
+    """The pinned harness, installed first when missing; a failed install fails the test, never skips it."""
+    ensure_installed(HARNESS_DIR, _installed)
     return Harness(env=dict(os.environ, PATH=f"{NODE_BIN}{os.pathsep}{os.environ.get('PATH', '')}", NO_COLOR="1"))

@@ -13,12 +13,9 @@ never used. A missing install is done with `npm ci` from the committed lock file
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
-import shutil
 import subprocess
-import tempfile
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -27,13 +24,12 @@ from typing import Any
 
 import httpx
 import pytest
+from npm_pinned import ensure_installed
 
 HUB_DIR = Path(__file__).parent
 NODE = HUB_DIR / "node_modules" / ".bin" / "node"
 HUB_PACKAGE = HUB_DIR / "node_modules" / "mcp-hub"
 HUB_ENTRY = HUB_PACKAGE / "dist" / "cli.js"
-NPM_CI_TIMEOUT_S = 300
-INSTALL_LOCK = Path(tempfile.gettempdir()) / "imap-mcp-gateway-npm-ci.lock"
 START_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 10.0
 
@@ -43,26 +39,8 @@ def _installed() -> bool:
 
 
 def install_hub() -> None:
-    """`npm ci` the pinned hub when missing; a failed install fails the test, never skips it.
-
-    The install holds a file lock: pytest-xdist workers may all reach here at once.
-    """
-    with INSTALL_LOCK.open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if _installed():
-            return
-        npm = shutil.which("npm")
-        if npm is None:
-            pytest.fail("npm is not on PATH: it is needed to install the pinned mcp-hub")
-        done = subprocess.run(
-            [npm, "ci", "--prefix", str(HUB_DIR), "--no-audit", "--no-fund"],
-            capture_output=True,
-            text=True,
-            timeout=NPM_CI_TIMEOUT_S,
-            check=False,
-        )
-        if done.returncode != 0 or not _installed():
-            pytest.fail(f"npm ci --prefix {HUB_DIR} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
+    """`npm ci` the pinned hub when missing; a failed install fails the test, never skips it."""
+    ensure_installed(HUB_DIR, _installed)
 
 
 def hub_version() -> str:
