@@ -3,9 +3,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 import pytest
-from harness import Account, Person, new_account, start_dovecot
+from harness import Account, Person, new_account, seeded_account, start_dovecot
 from imap_mcp.server.dovecot import Dovecot
-from imap_mcp.server.sample_mail import seed
 from smtp_capture import SENDER, CaptureSMTP
 
 
@@ -27,13 +26,7 @@ def dovecot() -> Iterator[Dovecot]:
 @pytest.fixture
 def account(dovecot: Dovecot) -> Account:
     """A fresh account of this test's own, holding the sample mail."""
-    acct = new_account(dovecot)
-    client = acct.imap()
-    try:
-        seed(client)
-    finally:
-        client.logout()
-    return acct
+    return seeded_account(dovecot)
 
 
 @pytest.fixture

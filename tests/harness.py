@@ -81,6 +81,19 @@ def new_account(dovecot: Dovecot) -> Account:
     return Account(dovecot, f"t-{uuid.uuid4().hex[:12]}")
 
 
+def seeded_account(dovecot: Dovecot) -> Account:
+    """A new account holding the sample mail of `server/sample_mail.py`."""
+    from imap_mcp.server.sample_mail import seed
+
+    account = new_account(dovecot)
+    client = account.imap()
+    try:
+        seed(client)
+    finally:
+        client.logout()
+    return account
+
+
 def start_dovecot(**options: object) -> Dovecot:
     base = Path(os.environ.get("DOVECOT_TMPDIR", "/tmp"))
     dovecot = Dovecot(users={"alice": "alice-pw"}, any_user_password=ANY_USER_PASSWORD, base=base, **options)  # type: ignore[arg-type]

@@ -19,10 +19,9 @@ from typing import Any
 import httpx
 import pytest
 from gateway.mcp_hub import Hub, hub_version, run_hub
-from harness import Account, Person, error_text, http_server, message_ids, new_account, structured
+from harness import Account, Person, error_text, http_server, message_ids, seeded_account, structured
 from imap_mcp.server.app import build_server
 from imap_mcp.server.dovecot import Dovecot
-from imap_mcp.server.sample_mail import seed
 from mcp import Client
 from mcp.client.sse import sse_client
 from mcp.shared.exceptions import MCPError
@@ -48,13 +47,7 @@ def imap_env(account: Account) -> dict[str, str]:
 def account(dovecot: Dovecot) -> Account:
     """One account with the sample mail for this module: its tests share one hub (each asserts relative to
     what it found, so they run in any order and on either xdist worker)."""
-    shared = new_account(dovecot)
-    client = shared.imap()
-    try:
-        seed(client)
-    finally:
-        client.logout()
-    return shared
+    return seeded_account(dovecot)
 
 
 @pytest.fixture(scope="module")
