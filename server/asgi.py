@@ -19,10 +19,15 @@ from .app import build_server
 from .config import load_settings
 from .http_access import load_http_settings
 from .logs import setup_logging
+from .startup import announce, load_or_exit
 from .transports import http_app
 
 
 def create_app(env: Mapping[str, str] | None = None) -> ASGIApp:
+    """The app for `env` (default: the process environment); a bad setting stops with one line, as the CLI."""
     env = os.environ if env is None else env
     setup_logging()
-    return http_app(build_server(load_settings(env)), load_http_settings(env))
+    settings = load_or_exit(load_settings, env)
+    http_settings = load_or_exit(load_http_settings, env)
+    announce(settings)
+    return http_app(build_server(settings), http_settings)

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
-from collections.abc import Callable, Mapping, Sequence
-from typing import TypeVar
+from collections.abc import Sequence
 
-from .config import ConfigError, load_settings
+from .config import load_settings
 from .http_access import load_http_settings
 from .logs import setup_logging
+from .startup import announce, load_or_exit
 
 DEFAULT_HTTP_PORT = 8000
-T = TypeVar("T")
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -32,14 +30,6 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def load_or_exit(loader: Callable[[Mapping[str, str]], T] = load_settings) -> T:  # type: ignore[assignment]
-    try:
-        return loader(os.environ)
-    except ConfigError as exc:
-        print(f"imap-mcp: {exc}", file=sys.stderr)
-        raise SystemExit(exc.exit_code) from None
-
-
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
     setup_logging()
@@ -48,16 +38,14 @@ def main(argv: Sequence[str] | None = None) -> None:
 
         run_demo(args.host, args.port)
         return
-    settings = load_or_exit()
+    settings = load_or_exit(load_settings, os.environ)
+    if args.command == "serve":
+        http_settings = load_or_exit(load_http_settings, os.environ)
+    announce(settings)
     from .app import build_server
-    from .guard import start_lines
-
-    for line in start_lines(settings):
-        print(f"imap-mcp: {line}", file=sys.stderr)
     from .transports import run_http, run_stdio
 
     if args.command == "serve":
-        http_settings = load_or_exit(load_http_settings)
         run_http(build_server(settings), args.host, args.port, http_settings)
     else:
         run_stdio(build_server(settings))

@@ -184,6 +184,11 @@ def _seal_keys(env: Mapping[str, str]) -> tuple[Secret, ...]:
                 f"IMAP_MCP_SEAL_KEYS key {position} is too short: use comma-separated random keys of at least "
                 f"{MIN_SEAL_KEY_LENGTH} characters each (e.g. from: openssl rand -base64 32)."
             )
+        if key in keys[: position - 1]:
+            raise ConfigError(
+                f"IMAP_MCP_SEAL_KEYS key {position} repeats an earlier key: list each key once (first seals, "
+                "every one opens)."
+            )
     return tuple(Secret(k) for k in keys)
 
 
@@ -263,11 +268,12 @@ def load_smtp_settings(env: Mapping[str, str], imap: ImapSettings) -> SmtpSettin
 def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     """Read every setting from `env` (default: the process environment)."""
     env = os.environ if env is None else env
+    elicitation = _elicitation(env)  # first: its own exit code (1) wins over any other bad setting
     imap = load_imap_settings(env)
     return Settings(
         imap=imap,
         smtp=load_smtp_settings(env, imap),
-        elicitation=_elicitation(env),
+        elicitation=elicitation,
         seal_keys=_seal_keys(env),
         download_dir=_download_dir(env),
         spec_fixtures=_flag(env, "IMAP_MCP_SPEC_FIXTURES", False),

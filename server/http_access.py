@@ -5,7 +5,9 @@ Every request is checked on its own — there is no session to remember a caller
 421, an Origin whose host is not in it gets 403; then, when tokens are configured, a request
 without a valid `Authorization: Bearer` token gets 401 with `WWW-Authenticate`. A valid token
 becomes the request's *principal* (a digest of the token, never the token itself), which is
-bound into every approval, so an approval one caller obtained cannot be used by another.
+bound into every approval, so an approval one caller obtained cannot be used by another. A
+2025-11-25 session (whose dialogs are pushed, not sealed) belongs to the token that opened it:
+another token presenting its session id gets 403.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -20,7 +23,7 @@ from urllib.parse import urlsplit
 
 from mcp.server.context import ServerRequestContext
 from starlette.datastructures import Headers
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .config import ConfigError, Secret
 
@@ -82,6 +85,28 @@ def request_principal(ctx: ServerRequestContext[Any, Any]) -> str | None:
     return principal_of_scope(request.scope) if request is not None else None
 
 
+class SessionOwners:
+    """Which principal opened each 2025-11-25 HTTP session, so no other token can use its session id.
+
+    Legacy sessions live in the memory of the process that made them (that is what makes them
+    need sticky routing), so remembering their owners here adds no state a replica would miss.
+    Bounded: the oldest entries go first, like the SDK's own session limit.
+    """
+
+    def __init__(self, limit: int = 10_000) -> None:
+        self._owners: OrderedDict[str, str] = OrderedDict()
+        self._limit = limit
+
+    def record(self, session_id: str, principal: str) -> None:
+        self._owners[session_id] = principal
+        while len(self._owners) > self._limit:
+            self._owners.popitem(last=False)
+
+    def others_session(self, session_id: str, principal: str) -> bool:
+        owner = self._owners.get(session_id)
+        return owner is not None and owner != principal
+
+
 class AccessControl:
     """ASGI middleware enforcing `HttpSettings` in front of the MCP app."""
 
@@ -89,6 +114,7 @@ class AccessControl:
         self.app = app
         self.settings = settings
         self._any_host = "*" in settings.allowed_hosts
+        self._sessions = SessionOwners()
 
     def _host_allowed(self, host: str | None) -> bool:
         return self._any_host or (host is not None and _host_name(host) in self.settings.allowed_hosts)
@@ -124,18 +150,36 @@ class AccessControl:
         if not self._origin_allowed(headers.get("origin")):
             await _respond(send, 403, _error("Origin not allowed: add its host to IMAP_MCP_ALLOWED_HOSTS."))
             return
-        if self.settings.auth_tokens:
-            principal = self._principal(headers.get("authorization"))
-            if principal is None:
-                await _respond(
-                    send,
-                    401,
-                    _error("Missing or invalid bearer token."),
-                    [(b"www-authenticate", b'Bearer realm="imap-mcp", error="invalid_token"')],
-                )
-                return
-            scope.setdefault("state", {})[PRINCIPAL_STATE_KEY] = principal
-        await self.app(scope, receive, send)
+        if not self.settings.auth_tokens:
+            await self.app(scope, receive, send)
+            return
+        principal = self._principal(headers.get("authorization"))
+        if principal is None:
+            await _respond(
+                send,
+                401,
+                _error("Missing or invalid bearer token."),
+                [(b"www-authenticate", b'Bearer realm="imap-mcp", error="invalid_token"')],
+            )
+            return
+        session_id = headers.get("mcp-session-id")
+        if session_id is not None and self._sessions.others_session(session_id, principal):
+            await _respond(send, 403, _error("This session was opened with another token: open your own session."))
+            return
+        scope.setdefault("state", {})[PRINCIPAL_STATE_KEY] = principal
+        await self.app(scope, receive, self._recording_new_session(send, principal) if session_id is None else send)
+
+    def _recording_new_session(self, send: Send, principal: str) -> Send:
+        """A `send` that notes the owner of a session the app opens in its response."""
+
+        async def recording(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                for name, value in message.get("headers", ()):
+                    if name.lower() == b"mcp-session-id":
+                        self._sessions.record(value.decode("latin-1"), principal)
+            await send(message)
+
+        return recording
 
 
 def _error(message: str) -> dict[str, Any]:

@@ -36,6 +36,7 @@ def run_cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]
         ({"IMAP_CA_FILE": "/nonexistent/ca.pem"}, "IMAP_CA_FILE", "PEM file"),
         ({"IMAP_TIMEOUT": "soon"}, "IMAP_TIMEOUT", "seconds"),
         ({"IMAP_MCP_SPEC_FIXTURES": "yes"}, "IMAP_MCP_SPEC_FIXTURES", "true, false"),
+        ({"IMAP_MCP_SEAL_KEYS": "k" * 40 + "," + "k" * 40}, "IMAP_MCP_SEAL_KEYS", "repeats an earlier key"),
     ],
 )
 def test_invalid_setting_exits_2_naming_it(account: Account, change: dict[str, str], variable: str, valid: str) -> None:
@@ -47,6 +48,12 @@ def test_invalid_setting_exits_2_naming_it(account: Account, change: dict[str, s
     assert variable in lines[0] and valid in lines[0]
     assert "Traceback" not in done.stderr
     assert "hunter2-secret" not in done.stderr + done.stdout
+
+
+def test_a_bad_elicitation_value_exits_1_even_beside_another_bad_setting(account: Account) -> None:
+    done = run_cli(account.env(ELICITATION="yes", IMAP_HOST=""), "stdio")
+    assert done.returncode == 1
+    assert "ELICITATION" in done.stderr and "true or false" in done.stderr
 
 
 def test_missing_password_exits_2(account: Account) -> None:

@@ -154,3 +154,43 @@ class _lifespan:
         await self._send_to_app.send({"type": "lifespan.shutdown"})
         assert (await self._receive_from_app.receive())["type"] == "lifespan.shutdown.complete"
         await self._group.__aexit__(None, None, None)
+
+
+def test_a_legacy_session_belongs_to_the_token_that_opened_it(account: Account) -> None:
+    """A 2025-11-25 session's dialogs are pushed over it, so another caller must not be able to use it."""
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    }
+    initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    tools_list = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+    base = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+    with http_server(account.env(IMAP_MCP_AUTH_TOKENS=f"{TOKEN_A},{TOKEN_B}")) as url:
+        as_a = {**base, "authorization": f"Bearer {TOKEN_A}"}
+        opened = httpx.post(url, headers=as_a, json=initialize, timeout=10)
+        session = {"mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": "2025-11-25"}
+        httpx.post(url, headers={**as_a, **session}, json=initialized, timeout=10)
+        by_b = httpx.post(url, headers={**base, **session, "authorization": f"Bearer {TOKEN_B}"}, json=tools_list)
+        by_a = httpx.post(url, headers={**as_a, **session}, json=tools_list, timeout=10)
+    assert opened.status_code == 200
+    assert by_b.status_code == 403 and "another token" in by_b.text
+    assert by_a.status_code == 200 and "list_mailboxes" in by_a.text
+
+
+def test_the_asgi_factory_stops_on_a_bad_setting_with_one_line(
+    account: Account, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        create_app(account.env(IMAP_MCP_AUTH_TOKENS="short"))
+    assert stopped.value.code == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and "IMAP_MCP_AUTH_TOKENS" in lines[0]
+
+
+def test_the_asgi_factory_prints_the_start_lines(account: Account, capsys: pytest.CaptureFixture[str]) -> None:
+    create_app(account.env(ELICITATION="false"))
+    err = capsys.readouterr().err
+    assert "imap-mcp: ELICITATION=false — guarded tools fall back to the two-call token" in err
+    assert "IMAP_MCP_SEAL_KEYS is not set" in err
