@@ -11,7 +11,7 @@ from .config import Settings
 from .guard import build_guard
 from .http_access import request_principal
 from .imap_pool import ImapPool
-from .spec_errors import UnknownNamesAreInvalidParams
+from .spec_errors import StrictParams
 from .tools import changes, changes_mailbox, changes_simple, mailboxes, reading, sending
 
 NAME = "imap-mcp"
@@ -46,7 +46,7 @@ def build_server(settings: Settings, pool: ImapPool | None = None, guard: Guard 
         request_state_security=guard.request_state_security(),
     )
     guard.install(mcp)
-    mcp.middleware.append(UnknownNamesAreInvalidParams(mcp))
+    mcp.middleware.append(StrictParams(mcp))
     for module in TOOL_MODULES:
         module.register(mcp, pool)
     reading.register(mcp, pool, settings.download_dir)

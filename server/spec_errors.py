@@ -2,9 +2,10 @@
 
 Two places:
 
-- `UnknownNamesAreInvalidParams`, SDK middleware: a `tools/call` of a tool that does not exist,
-  a `prompts/get` of an unknown prompt, or one missing a required argument is a malformed
-  request — JSON-RPC -32602 (HTTP 400) — not an `isError` result or an internal error.
+- `StrictParams`, SDK middleware: a `tools/call` of a tool that does not exist, a `prompts/get`
+  of an unknown prompt or one missing a required argument, and a list request with a cursor
+  this server never issued are malformed requests — JSON-RPC -32602 (HTTP 400) — not an
+  `isError` result, an internal error, or a silently ignored cursor.
 - `ModernEnvelopeRouting`, ASGI middleware: the SDK chooses the protocol path by the
   `MCP-Protocol-Version` header alone. A body carrying the 2026 envelope key
   (`_meta["io.modelcontextprotocol/protocolVersion"]`) whose header is missing or names a
@@ -36,8 +37,12 @@ UNSUPPORTED_VERSION = -32022
 MAX_INSPECTED_BODY = 8 * 1024 * 1024
 
 
-class UnknownNamesAreInvalidParams:
-    """SDK middleware: unknown tools and prompts, and missing prompt arguments, are -32602."""
+#: list methods; every list is answered in one page, so no cursor is ever valid
+LIST_METHODS = frozenset({"tools/list", "prompts/list", "resources/list", "resources/templates/list"})
+
+
+class StrictParams:
+    """SDK middleware: unknown tools and prompts, missing prompt arguments and foreign cursors are -32602."""
 
     def __init__(self, mcp: MCPServer) -> None:
         self._mcp = mcp
@@ -50,6 +55,10 @@ class UnknownNamesAreInvalidParams:
                 raise MCPError(INVALID_PARAMS, f"Unknown tool: {name}", {"name": name})
         elif ctx.method == "prompts/get" and isinstance(name, str):
             await self._check_prompt(name, params.get("arguments"))
+        elif ctx.method in LIST_METHODS and params.get("cursor") is not None:
+            raise MCPError(
+                INVALID_PARAMS, "Invalid cursor: this server answers every list in one page; list again without it."
+            )
         return await call_next(ctx)
 
     async def _check_prompt(self, name: str, arguments: Any) -> None:
