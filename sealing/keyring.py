@@ -16,11 +16,11 @@ MIN_KEY_BYTES = 32
 
 
 class KeyRing:
-    """Secret keys, first one sealing. `ephemeral` is True for a key made up by this process."""
+    """Secret keys, first one sealing."""
 
-    __slots__ = ("_keys", "ephemeral")
+    __slots__ = ("_keys",)
 
-    def __init__(self, keys: Sequence[str | bytes], *, ephemeral: bool = False) -> None:
+    def __init__(self, keys: Sequence[str | bytes]) -> None:
         material = tuple(k.encode() if isinstance(k, str) else bytes(k) for k in keys)
         if not material:
             raise ValueError("a key ring needs at least one key")
@@ -33,12 +33,11 @@ class KeyRing:
             if any(hmac.compare_digest(key, earlier) for earlier in material[: position - 1]):
                 raise ValueError(f"seal key {position} repeats an earlier key; each key must be different")
         self._keys = material
-        self.ephemeral = ephemeral
 
     @classmethod
     def random(cls) -> KeyRing:
         """One fresh key known only to this process: seals made here open nowhere else."""
-        return cls([secrets.token_bytes(MIN_KEY_BYTES)], ephemeral=True)
+        return cls([secrets.token_bytes(MIN_KEY_BYTES)])
 
     @property
     def keys(self) -> tuple[bytes, ...]:
@@ -46,4 +45,4 @@ class KeyRing:
         return self._keys
 
     def __repr__(self) -> str:
-        return f"KeyRing({len(self._keys)} key(s), ephemeral={self.ephemeral})"
+        return f"KeyRing({len(self._keys)} key(s))"
