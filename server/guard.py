@@ -1,8 +1,9 @@
 """Glue between the settings and `protocol.Guard`: the key ring, the start lines, the dialog texts.
 
 The questions hold counts, UIDs, mailbox names and the account, never a subject or a body (those
-are written by whoever sent the mail, and a dialog must not become their voice). They mark the
-values as the caller's, and say what the change does to the mailbox.
+are written by whoever sent the mail, and a dialog must not become their voice). They say which
+values the caller supplied (mailbox names, UIDs) and which the IMAP server did (the Trash
+mailbox, message counts), and what the change does to the mailbox.
 """
 
 from __future__ import annotations
@@ -22,10 +23,8 @@ EPHEMERAL_KEY_LINE = (
     "replicas (and this one after a restart) will ask again"
 )
 SHOWN_UIDS_MAX = 200
-CALLER_NOTE = (
-    "Mailbox names and UIDs above come from the caller (the AI assistant's request), not from imap-mcp; "
-    "subjects and contents are not shown."
-)
+CALLER = "the AI assistant's request"
+NOT_SHOWN = "Subjects and contents are not shown."
 
 
 def build_guard(settings: Settings, principal: PrincipalHook = authenticated_principal) -> Guard:
@@ -56,6 +55,19 @@ def shown_uids(uids: tuple[int, ...]) -> str:
 
 def messages(count: int) -> str:
     return f"{count} message" if count == 1 else f"{count} messages"
+
+
+def provenance(caller: str, server: str) -> str:
+    """Where the values in a question come from: the caller's request, or the IMAP server."""
+    return f"Supplied by the caller ({CALLER}): {caller}. From the IMAP server: {server}. {NOT_SHOWN}"
+
+
+def _message_provenance(operation: str, destination: str) -> str:
+    if operation == "trash":
+        trash = f"the Trash mailbox {destination}, and that the UIDs exist"
+        return provenance("the source mailbox and the UIDs", trash)
+    names = "the mailbox name" if operation == "delete_permanently" else "the mailbox names"
+    return provenance(f"{names} and the UIDs", "that the UIDs exist")
 
 
 _MESSAGE_CHANGES = {
@@ -90,7 +102,13 @@ def message_change_request(tool: str, target: Target) -> ApprovalRequest:
     }
     uid_line = f"UIDs in {values['src']} (UIDVALIDITY {target.source_uidvalidity}): {shown_uids(target.uids)}"
     text = "\n".join(
-        [question.format(**values), uid_line, effect.format(**values), f"Account: {target.account}", CALLER_NOTE]
+        [
+            question.format(**values),
+            uid_line,
+            effect.format(**values),
+            f"Account: {target.account}",
+            _message_provenance(target.operation, values["dst"]),
+        ]
     )
     summary = (
         f"{target.operation.replace('_', ' ')} {values['n']} (UIDs {shown_uids(target.uids)}) from {values['src']}"
@@ -108,7 +126,7 @@ def delete_mailbox_request(tool: str, target: Target) -> ApprovalRequest:
             f"Delete the mailbox {name} and the {held} in it?",
             "This cannot be undone: the mailbox and every message in it are gone for good.",
             f"Account: {target.account}",
-            CALLER_NOTE,
+            provenance("the mailbox name", "the message count"),
         ]
     )
     return ApprovalRequest(tool=tool, target=target, question=text, summary=f"delete mailbox {name} ({held})")

@@ -33,9 +33,34 @@ async def call(account: Account, tool: str, args: dict[str, Any], person: Person
 @pytest.mark.parametrize(
     ("tool", "args", "expected"),
     [
-        ("delete_messages", {}, ['Move 3 messages from "INBOX" to the Trash mailbox "Trash"?', "new UIDs"]),
-        ("delete_messages", {"permanent": True}, ['Permanently delete 3 messages from "INBOX"?', "cannot be undone"]),
-        ("move_messages", {"destination": "Archive"}, ['Move 3 messages from "INBOX" to "Archive"?', "new UIDs"]),
+        (
+            "delete_messages",
+            {},
+            [
+                'Move 3 messages from "INBOX" to the Trash mailbox "Trash"?',
+                "new UIDs",
+                "caller (the AI assistant's request): the source mailbox and the UIDs.",
+                'From the IMAP server: the Trash mailbox "Trash", and that the UIDs exist.',
+            ],
+        ),
+        (
+            "delete_messages",
+            {"permanent": True},
+            [
+                'Permanently delete 3 messages from "INBOX"?',
+                "cannot be undone",
+                "request): the mailbox name and the UIDs. From the IMAP server: that the UIDs exist.",
+            ],
+        ),
+        (
+            "move_messages",
+            {"destination": "Archive"},
+            [
+                'Move 3 messages from "INBOX" to "Archive"?',
+                "new UIDs",
+                "request): the mailbox names and the UIDs. From the IMAP server: that the UIDs exist.",
+            ],
+        ),
         ("move_messages", {"destination": "Junk", "mode": "copy"}, ['Copy 3 messages from "INBOX" to "Junk"?']),
     ],
 )
@@ -47,7 +72,8 @@ async def test_the_dialog_shows_counts_uids_and_names_but_no_subject_or_body(
     result = await call(account, tool, {"ids": ids[:3], **args}, person)
     assert result.is_error and "declined" in result.content[0].text  # type: ignore[union-attr]
     (shown,) = person.shown
-    for phrase in [*expected, "UIDVALIDITY", ": 1:3", "come from the caller", account.username]:
+    caller = "Supplied by the caller (the AI assistant's request): the "
+    for phrase in [*expected, "UIDVALIDITY", ": 1:3", caller, account.username]:
         assert phrase in shown, (phrase, shown)
     for secret in words_of_inbox_mail():
         assert secret not in shown
@@ -60,6 +86,8 @@ async def test_the_dialog_for_deleting_a_mailbox_shows_its_name_and_message_coun
     assert result.is_error
     (shown,) = person.shown
     assert 'Delete the mailbox "Archive" and the 1 message in it?' in shown and "cannot be undone" in shown
+    assert "Supplied by the caller (the AI assistant's request): the mailbox name." in shown
+    assert "From the IMAP server: the message count." in shown
     assert "Old travel plans" not in shown and "kept for reference" not in shown
 
 
@@ -82,6 +110,20 @@ async def test_a_permanent_delete_leaves_a_message_another_client_marked_deleted
     assert result.structured_content["count"] == 2  # type: ignore[index]
     assert message_ids(account, "INBOX") == ids[2:]
     assert message_ids(account, "Trash") == []
+
+
+async def test_a_trash_delete_without_move_copies_then_expunges_exactly_those_uids(account: Account) -> None:
+    ids = message_ids(account, "INBOX")
+    other = account.imap()
+    other.select_folder("INBOX")
+    other.add_flags([6], [b"\\Deleted"])
+    other.logout()
+    result = await call(account, "delete_messages", {"ids": ids[:2]}, Person(), pool_without(account, ("MOVE",)))
+    content = result.structured_content
+    assert content["status"] == "done" and content["count"] == 2  # type: ignore[index]
+    assert content["new_ids"] == message_ids(account, "Trash")  # type: ignore[index]
+    assert len(content["new_ids"]) == 2  # type: ignore[index]
+    assert message_ids(account, "INBOX") == ids[2:]  # UID 6, marked \Deleted by another client, stays
 
 
 async def test_a_permanent_delete_without_uidplus_is_refused(account: Account) -> None:
