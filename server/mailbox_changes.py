@@ -11,7 +11,14 @@ Mailbox-side rules:
 - A permanent delete marks and `UID EXPUNGE`s exactly its UIDs and needs UIDPLUS: never a plain
   EXPUNGE, which would also remove messages another client had marked `\\Deleted`.
 - A trash-delete with no Trash mailbox is refused, never turned into a permanent one.
-- UIDs already gone are reported as missing, so replaying an executed approval does nothing.
+- A person is only ever asked about UIDs that exist when asked: the rest of a request (UIDs
+  already gone, or not yet given out) is left out of the `Target`, and a request none of whose
+  UIDs exist is refused. UIDs are never reused within one UIDVALIDITY, so no approval, however
+  replayed, can reach mail that arrives later.
+- UIDs gone by the time an approved change runs are reported as missing, so replaying an
+  executed approval does nothing; a replayed copy skips what it already copied
+  (`mailbox_changes_copies`).
+- A change into the mailbox it comes from is refused; INBOX is one mailbox in any case (RFC 3501).
 - Every UID set goes to the server compressed into ranges (`uid_sets.compress`).
 """
 
@@ -24,7 +31,9 @@ from typing import Literal
 from imap_mcp.sealing import Target
 from imapclient import IMAPClient
 
+from .imap_fetch import split_uid_set
 from .imap_pool import NoSuchMailbox, examine
+from .mailbox_changes_copies import already_copied
 from .mailboxes import list_mailboxes
 from .message_ids import StaleMessageId
 from .message_lookup import Target as Messages
@@ -45,24 +54,32 @@ class TargetChanged(ChangeRefused):
 
 @dataclass(frozen=True)
 class ChangeReport:
-    """What an executed change did: UIDs acted on, UIDs already gone, new UIDs in the destination."""
+    """What an executed change did: UIDs acted on, UIDs already gone, new UIDs in the destination,
+    and (copy only) UIDs not copied again because the destination already holds their Message-ID."""
 
     done: tuple[int, ...]
     missing: tuple[int, ...]
     new_uids: dict[int, int]
     destination_uidvalidity: int | None
+    already_present: tuple[int, ...] = ()
 
 
 def has(client: IMAPClient, capability: str) -> bool:
     return bool(client.has_capability(capability))
 
 
-def require_move_support(client: IMAPClient, what: str) -> None:
+_NO_MOVE = {
+    "move": "a move cannot remove exactly these messages from the source mailbox. Nothing was changed; "
+    "move_messages with mode 'copy' still works (the originals stay where they are).",
+    "trash": "moving them to Trash cannot remove exactly these messages from the source mailbox, and a "
+    "permanent delete would need UIDPLUS too. Nothing was changed; delete them with another mail client, or "
+    "copy them with move_messages mode 'copy'.",
+}
+
+
+def require_move_support(client: IMAPClient, operation: Operation) -> None:
     if not (has(client, "MOVE") or has(client, "UIDPLUS")):
-        raise ChangeRefused(
-            f"The IMAP server offers neither MOVE nor UIDPLUS, so {what} cannot remove exactly these messages "
-            "from the source mailbox. Nothing was changed; move_messages with mode 'copy' still works."
-        )
+        raise ChangeRefused(f"The IMAP server offers neither MOVE nor UIDPLUS, so {_NO_MOVE[operation]}")
 
 
 def require_uid_expunge(client: IMAPClient) -> None:
@@ -113,39 +130,78 @@ def uidvalidity_of(client: IMAPClient, mailbox: str) -> int:
     return int(status[b"UIDVALIDITY"])
 
 
+def same_mailbox(first: str, second: str) -> bool:
+    """Whether two names name one mailbox: INBOX in any case (RFC 3501), every other name exactly."""
+    return first == second or first.upper() == second.upper() == "INBOX"
+
+
+def canonical_name(name: str) -> str:
+    """`INBOX` for any spelling of it, so ids and dialogs name it one way; other names unchanged."""
+    return "INBOX" if name.upper() == "INBOX" else name
+
+
 def plan_message_change(
     client: IMAPClient, account: str, selection: Messages, operation: Operation, destination: str | None
 ) -> Target:
-    """The exact target of moving/copying/deleting `selection` now, or `ChangeRefused`."""
+    """The exact target of moving/copying/deleting `selection` now, or `ChangeRefused`.
+
+    The target holds only those of the requested UIDs that exist now (see the module docstring).
+    """
     source_uidvalidity = open_source(client, selection, readonly=True)
+    uids = uids_to_ask_about(client, selection)
     if operation == "delete_permanently":
         require_uid_expunge(client)
         destination = None
     if operation in ("trash", "move"):
-        require_move_support(client, "a move" if operation == "move" else "moving them to Trash")
+        require_move_support(client, operation)
     if operation == "trash":
         destination = trash_mailbox(client)
-        if destination == selection.mailbox:
+        if same_mailbox(destination, selection.mailbox):
             raise ChangeRefused(
                 f"These messages are already in {destination!r}. Nothing was changed; to remove them for good, "
                 "delete them with permanent: true."
             )
-    if operation in ("move", "copy") and destination == selection.mailbox:
-        raise ChangeRefused(f"The messages are already in {destination!r}; choose another destination.")
+    if operation in ("move", "copy"):
+        destination = canonical_name(destination or "")
+        if same_mailbox(destination, selection.mailbox):
+            raise ChangeRefused(
+                f"The messages are already in {selection.mailbox!r} ({destination!r} is the same mailbox). "
+                "Nothing was changed; choose another destination."
+            )
     return Target(
         operation=operation,
         account=account,
         source=selection.mailbox,
         source_uidvalidity=source_uidvalidity,
-        uids=selection.uids,
+        uids=uids,
         destination=destination,
         destination_uidvalidity=uidvalidity_of(client, destination) if destination else None,
     )
 
 
+def uids_to_ask_about(client: IMAPClient, selection: Messages) -> tuple[int, ...]:
+    """Those of the selection's UIDs the selected mailbox holds now; `ChangeRefused` when it holds none."""
+    present = tuple(sorted(existing_uids(client, selection.uids)))
+    if not present:
+        raise ChangeRefused(
+            f"None of these messages exist in {selection.mailbox!r} ({_named(selection.uids)}): they were "
+            "deleted or moved, or those UIDs were never given out. Nothing was changed and nobody was asked; "
+            "search again (search_messages) for the current ids."
+        )
+    return present
+
+
+def _named(uids: tuple[int, ...]) -> str:
+    shown = compress(uids)
+    return f"UIDs {shown}" if len(shown) <= 200 else f"{len(uids)} UIDs"
+
+
 def existing_uids(client: IMAPClient, uids: tuple[int, ...]) -> set[int]:
-    """Which of `uids` the selected mailbox still holds."""
-    return set(client.search(["UID", compress(uids)])) & set(uids)
+    """Which of `uids` the selected mailbox holds (`UID SEARCH UID <set>`: UIDs, never sequence numbers)."""
+    found: set[int] = set()
+    for piece in split_uid_set(compress(uids)):
+        found.update(client.search(["UID", piece]))
+    return found & set(uids)
 
 
 def execute_message_change(client: IMAPClient, target: Target) -> ChangeReport:
@@ -165,10 +221,19 @@ def execute_message_change(client: IMAPClient, target: Target) -> ChangeReport:
         )
     present = tuple(sorted(existing_uids(client, target.uids)))
     missing = tuple(uid for uid in target.uids if uid not in present)
-    new_uids: dict[int, int] = {}
-    if present:
-        new_uids = _run(client, target, present)
-    return ChangeReport(present, missing, new_uids, destination_uidvalidity)
+    copied_before: tuple[int, ...] = ()
+    if present and target.operation == "copy":
+        copied_before = _copied_before(client, source, present, target.destination or "")
+        present = tuple(uid for uid in present if uid not in copied_before)
+    new_uids = _run(client, target, present) if present else {}
+    return ChangeReport(present, missing, new_uids, destination_uidvalidity, copied_before)
+
+
+def _copied_before(client: IMAPClient, source: Messages, uids: tuple[int, ...], destination: str) -> tuple[int, ...]:
+    """Those of `uids` whose Message-ID `destination` holds; the source is selected again afterwards."""
+    found = already_copied(client, uids, destination)
+    open_source(client, source, readonly=True)
+    return tuple(sorted(found))
 
 
 def _run(client: IMAPClient, target: Target, uids: tuple[int, ...]) -> dict[int, int]:

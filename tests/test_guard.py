@@ -12,10 +12,11 @@ import logging
 from typing import Any
 
 import pytest
-from harness import Account, Person, message_ids
+from harness import Account, Person, append_message, message_ids
 from imap_mcp.protocol import Guard
 from imap_mcp.sealing import KeyRing
 from imap_mcp.server.app import build_server
+from imap_mcp.server.message_ids import MessageRef
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult, ElicitResult, InputRequiredResult
@@ -247,7 +248,9 @@ async def test_a_tampered_or_expired_token_is_refused(account: Account) -> None:
         tampered = await client.call_tool("move_messages", {**args, "confirm_token": token[:-2] + "xx"})
         clock.now += 301
         expired = await client.call_tool("move_messages", {**args, "confirm_token": token})
-    assert tampered.is_error and expired.is_error
+    for refused in (tampered, expired):
+        assert refused.is_error and "does not fit" in text(refused), text(refused)
+        assert "Call move_messages again without confirm_token to get a new one" in text(refused)
     assert len(message_ids(account, "Archive")) == 1
 
 
@@ -260,8 +263,7 @@ async def test_a_token_works_on_another_replica_and_replaying_it_is_harmless(acc
         done = await replica.call_tool("delete_messages", {**args, "confirm_token": token})
         replay = await replica.call_tool("delete_messages", {**args, "confirm_token": token})
     assert done.structured_content["count"] == 2 and done.structured_content["approved_by"] == "token"  # type: ignore[index]
-    assert not replay.is_error and replay.structured_content["status"] == "nothing_to_do"  # type: ignore[index]
-    assert "none of these messages exist" in text(replay)
+    assert replay.is_error and "None of these messages exist" in text(replay) and "search again" in text(replay)
     assert message_ids(account, "INBOX") == inbox[2:]
 
 
@@ -273,3 +275,109 @@ async def test_the_token_text_says_what_it_proves_and_that_this_server_did_not_a
     assert token in text(first)
     assert "proves only that the call was made twice with the same arguments" in text(first)
     assert "imap-mcp had no way to show a person" in text(first)
+
+
+# --- UIDs that do not exist (yet) are never part of what a person approves ---
+
+
+def future_ids(account: Account, count: int = 2) -> list[str]:
+    """Ids for the next `count` UIDs INBOX will give out (UIDNEXT, UIDNEXT+1, …): no message has them yet."""
+    direct = account.imap()
+    try:
+        status = direct.folder_status("INBOX", [b"UIDVALIDITY", b"UIDNEXT"])
+    finally:
+        direct.logout()
+    uidnext = int(status[b"UIDNEXT"])
+    return [MessageRef("INBOX", int(status[b"UIDVALIDITY"]), uidnext + n).id for n in range(count)]
+
+
+def new_mail(account: Account, count: int = 2) -> list[str]:
+    """Deliver `count` new messages to INBOX; their ids."""
+    uids = [
+        append_message(account, f"Subject: new {n}\r\nMessage-ID: <new-{n}@t>\r\n\r\nnew\r\n".encode())
+        for n in range(count)
+    ]
+    return [i for i in message_ids(account, "INBOX") if int(i.split(".")[-1]) in uids]
+
+
+@pytest.mark.parametrize("person", [Person(), None], ids=["dialog", "token"])
+async def test_uids_that_do_not_exist_yet_are_refused_before_anyone_is_asked(
+    account: Account, person: Person | None
+) -> None:
+    inbox = message_ids(account, "INBOX")
+    options: dict[str, Any] = {"elicitation_callback": person} if person else {}
+    async with Client(server(account), mode="2026-07-28", **options) as client:
+        refused = await client.call_tool("delete_messages", {"ids": future_ids(account), "permanent": True})
+    assert refused.is_error and "None of these messages exist" in text(refused)
+    assert "nobody was asked" in text(refused) and "search again" in text(refused)
+    assert refused.structured_content is None or "confirm_token" not in refused.structured_content
+    assert person is None or person.shown == []
+    assert message_ids(account, "INBOX") == inbox
+
+
+async def test_a_replayed_approval_never_reaches_mail_that_arrived_later_dialog(account: Account) -> None:
+    inbox = message_ids(account, "INBOX")
+    args = {"ids": [inbox[0], *future_ids(account)], "permanent": True}
+    async with Client(server(account), mode="2026-07-28", elicitation_callback=Person()) as client:
+        asked = await ask(client, "delete_messages", args)
+        shown = question(asked)
+        assert shown.startswith('Permanently delete 1 message from "INBOX"?') and ": 1\n" in shown, shown
+        done = await answer(client, "delete_messages", args, asked.request_state)
+        assert isinstance(done, CallToolResult) and done.structured_content["ids"] == inbox[:1]  # type: ignore[index]
+        assert done.structured_content["missing_ids"] == args["ids"][1:]  # type: ignore[index]
+        arrived = new_mail(account)
+        assert arrived == args["ids"][1:]  # the new mail has exactly the UIDs asked about earlier
+        replay = await answer(client, "delete_messages", args, asked.request_state)
+    assert isinstance(replay, InputRequiredResult)  # a fresh question about the new mail, nothing ran
+    assert message_ids(account, "INBOX") == inbox[1:] + arrived
+
+
+async def test_a_replayed_token_never_reaches_mail_that_arrived_later(account: Account) -> None:
+    inbox = message_ids(account, "INBOX")
+    args = {"ids": [inbox[0], *future_ids(account)], "permanent": True}
+    async with Client(server(account), mode="2026-07-28") as client:
+        first = await client.call_tool("delete_messages", args)
+        assert first.structured_content["ids"] == inbox[:1] and "1 message" in text(first)  # type: ignore[index]
+        token = first.structured_content["confirm_token"]  # type: ignore[index]
+        done = await client.call_tool("delete_messages", {**args, "confirm_token": token})
+        assert done.structured_content["count"] == 1  # type: ignore[index]
+        arrived = new_mail(account)
+        replay = await client.call_tool("delete_messages", {**args, "confirm_token": token})
+    assert arrived == args["ids"][1:]
+    assert replay.is_error and "does not fit" in text(replay)
+    assert message_ids(account, "INBOX") == inbox[1:] + arrived
+
+
+# --- a replayed copy copies nothing more ---
+
+
+async def test_a_replayed_dialog_approval_to_copy_copies_once(account: Account) -> None:
+    inbox = message_ids(account, "INBOX")
+    args = {"ids": inbox[:2], "destination": "Archive", "mode": "copy"}
+    async with Client(server(account), mode="2026-07-28", elicitation_callback=Person()) as client:
+        asked = await ask(client, "move_messages", args)
+        done = await answer(client, "move_messages", args, asked.request_state)
+        replays = [await answer(client, "move_messages", args, asked.request_state) for _ in range(2)]
+    assert isinstance(done, CallToolResult) and done.structured_content["count"] == 2  # type: ignore[index]
+    for replay in replays:
+        assert isinstance(replay, CallToolResult) and not replay.is_error
+        content = replay.structured_content
+        assert content["status"] == "nothing_to_do" and content["count"] == 0  # type: ignore[index]
+        assert content["already_present_ids"] == inbox[:2] and content["new_ids"] == []  # type: ignore[index]
+        assert "2 already had a copy in 'Archive'" in text(replay)
+    assert len(message_ids(account, "Archive")) == 3 and message_ids(account, "INBOX") == inbox
+
+
+async def test_a_replayed_token_to_copy_copies_once_but_a_message_without_message_id_every_time(
+    account: Account,
+) -> None:
+    bare = append_message(account, b"Subject: no id\r\n\r\nno Message-ID here\r\n")
+    inbox = message_ids(account, "INBOX")
+    with_id, without_id = inbox[0], next(i for i in inbox if i.endswith(f".{bare}"))
+    args = {"ids": [with_id, without_id], "destination": "Archive", "mode": "copy"}
+    async with Client(server(account), mode="2026-07-28") as client:
+        token = await token_for(client, "move_messages", args)
+        runs = [await client.call_tool("move_messages", {**args, "confirm_token": token}) for _ in range(3)]
+    assert [r.structured_content["count"] for r in runs] == [2, 1, 1]  # type: ignore[index]
+    assert [r.structured_content["already_present_ids"] for r in runs] == [[], [with_id], [with_id]]  # type: ignore[index]
+    assert len(message_ids(account, "Archive")) == 1 + 2 + 1 + 1

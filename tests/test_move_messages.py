@@ -68,11 +68,17 @@ async def test_a_server_with_neither_move_nor_uidplus_refuses_a_move_but_copies(
         ids = message_ids(account, "INBOX")
         refused = await move(account, {"ids": ids[:1], "destination": "Archive"})
         assert refused.is_error and "neither MOVE nor UIDPLUS" in refused.content[0].text
+        assert "Nothing was changed; move_messages with mode 'copy' still works" in refused.content[0].text
         copied = await move(account, {"ids": ids[:1], "destination": "Archive", "mode": "copy"})
         assert copied.structured_content["status"] == "done"
-        trashed = await move(account, {"ids": ids[:1], "destination": "Archive"})
-        assert trashed.is_error
+        person = Person()
+        async with Client(build_server(account.settings()), mode="legacy", elicitation_callback=person) as client:
+            not_trashed = await client.call_tool("delete_messages", {"ids": ids[:1]})
+        said = not_trashed.content[0].text
+        assert not_trashed.is_error and "neither MOVE nor UIDPLUS" in said and "Nothing was changed" in said
+        assert "delete them with another mail client" in said and person.shown == []
         assert message_ids(account, "INBOX") == ids and len(message_ids(account, "Archive")) == 2
+        assert message_ids(account, "Trash") == []
     finally:
         dovecot.stop()
 
@@ -89,9 +95,28 @@ async def test_a_huge_uid_set_goes_to_the_server_as_ranges(account: Account) -> 
     assert message_ids(account, "INBOX") == []
 
 
-async def test_a_move_to_a_missing_mailbox_or_to_itself_is_refused(account: Account) -> None:
+async def test_a_move_to_a_missing_mailbox_is_refused(account: Account) -> None:
     ids = message_ids(account, "INBOX")
     missing = await move(account, {"ids": ids[:1], "destination": "Nowhere"})
-    itself = await move(account, {"ids": ids[:1], "destination": "INBOX"})
     assert missing.is_error and "create it first" in missing.content[0].text
-    assert itself.is_error and "already in" in itself.content[0].text
+
+
+@pytest.mark.parametrize("destination", ["INBOX", "inbox", "Inbox"])
+@pytest.mark.parametrize("mode", ["move", "copy"])
+async def test_a_move_or_copy_into_the_same_mailbox_is_refused_before_anyone_is_asked(
+    account: Account, destination: str, mode: str
+) -> None:
+    ids = message_ids(account, "INBOX")
+    person = Person()
+    async with Client(build_server(account.settings()), mode="legacy", elicitation_callback=person) as client:
+        itself = await client.call_tool("move_messages", {"ids": ids[:1], "destination": destination, "mode": mode})
+    assert itself.is_error and "already in 'INBOX'" in itself.content[0].text
+    assert "choose another destination" in itself.content[0].text and person.shown == []
+    assert message_ids(account, "INBOX") == ids
+
+
+async def test_a_move_to_inbox_in_another_case_names_it_inbox(account: Account) -> None:
+    archived = message_ids(account, "Archive")
+    result = await move(account, {"ids": archived, "destination": "inbox"})
+    assert result.structured_content["destination"] == "INBOX"
+    assert result.structured_content["new_ids"] == message_ids(account, "INBOX")[-1:]

@@ -33,7 +33,8 @@ ConfirmToken = Annotated[
 
 class MessageChange(BaseModel):
     status: Literal["done", "nothing_to_do", "confirmation_required"] = Field(
-        description="done: the change ran; nothing_to_do: none of the messages exist any more; "
+        description="done: the change ran; nothing_to_do: nothing was left to change (the messages were gone "
+        "by the time it ran, or a copy found them all in the destination already); "
         "confirmation_required: nothing ran yet, repeat the call with confirm_token."
     )
     operation: Operation
@@ -41,7 +42,12 @@ class MessageChange(BaseModel):
     destination: str | None = Field(description="Where the messages went (Trash for a trash-delete).")
     count: int = Field(description="How many messages were changed.")
     ids: list[str] = Field(description="The ids that were changed.")
-    missing_ids: list[str] = Field(description="Ids whose messages no longer existed, so nothing happened to them.")
+    missing_ids: list[str] = Field(description="Ids whose messages did not exist, so nothing happened to them.")
+    already_present_ids: list[str] = Field(
+        default_factory=list,
+        description="Copy only: ids not copied again because the destination already holds a message with the "
+        "same Message-ID (a repeated copy). Messages without a Message-ID are always copied.",
+    )
     new_ids: list[str] = Field(description="Ids in the destination, in the order of ids (empty if not reported).")
     approved_by: Literal["dialog", "push", "token"] | None = Field(
         description="How the change was approved: a dialog (2026-07-28), a pushed dialog (2025-11-25), "
@@ -69,9 +75,10 @@ async def change_messages(
     target = await on_change(pool, lambda c: plan_message_change(c, account, selection, operation, destination))
     request = message_change_request(tool, target)
     decision = await guard.approve(ctx, request, confirm_token)
-    source_ids = _ids(target.source, target.source_uidvalidity, target.uids)
     if isinstance(decision, InputRequiredResult):
         return decision
+    # requested UIDs that did not exist when planned: never part of the target, nor of the question
+    absent = tuple(uid for uid in selection.uids if uid not in target.uids)
     if isinstance(decision, TokenIssued):
         pending = MessageChange(
             status="confirmation_required",
@@ -79,8 +86,8 @@ async def change_messages(
             mailbox=target.source,
             destination=target.destination,
             count=0,
-            ids=source_ids,
-            missing_ids=[],
+            ids=_ids(target.source, target.source_uidvalidity, target.uids),
+            missing_ids=_ids(target.source, target.source_uidvalidity, absent),
             new_ids=[],
             approved_by=None,
             confirm_token=decision.token,
@@ -96,7 +103,8 @@ async def change_messages(
         destination=target.destination,
         count=len(report.done),
         ids=_ids(target.source, target.source_uidvalidity, report.done),
-        missing_ids=_ids(target.source, target.source_uidvalidity, report.missing),
+        missing_ids=_ids(target.source, target.source_uidvalidity, absent + report.missing),
+        already_present_ids=_ids(target.source, target.source_uidvalidity, report.already_present),
         new_ids=_ids(target.destination or "", report.destination_uidvalidity, tuple(report.new_uids.values())),
         approved_by=decision.channel.value,
     )
@@ -105,10 +113,16 @@ async def change_messages(
 
 def _describe(summary: str, outcome: MessageChange) -> str:
     if outcome.status == "nothing_to_do":
-        return f"Nothing was changed: none of these messages exist any more ({summary})."
-    text = f"Done ({outcome.approved_by}): {summary}. Changed {outcome.count} message(s)."
+        text = f"Nothing was changed ({summary})."
+    else:
+        text = f"Done ({outcome.approved_by}): {summary}. Changed {outcome.count} message(s)."
+    if outcome.already_present_ids:
+        text += (
+            f" {len(outcome.already_present_ids)} already had a copy in {outcome.destination!r} (same Message-ID) "
+            "and were not copied again."
+        )
     if outcome.missing_ids:
-        text += f" {len(outcome.missing_ids)} no longer existed and were left alone."
+        text += f" {len(outcome.missing_ids)} did not exist (any more) and were left alone."
     if outcome.new_ids:
         text += " New ids: " + ", ".join(outcome.new_ids)
     return text
@@ -145,7 +159,9 @@ def register(mcp: MCPServer, pool: ImapPool, guard: Guard) -> None:
         description=(
             "Move (mode 'move') or copy (mode 'copy') messages to another mailbox; returns their new ids. A person "
             "is always asked to approve first, for both modes, in a dialog where the client can show one; otherwise "
-            "the first call returns a confirm_token and changes nothing."
+            "the first call returns a confirm_token and changes nothing. A copy skips messages whose Message-ID the "
+            "destination already holds, so repeating it copies nothing twice; a message without a Message-ID is "
+            "copied every time."
         ),
         annotations=changing("Move or copy messages", destructive=True, idempotent=False),
     )

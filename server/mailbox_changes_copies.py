@@ -1,0 +1,95 @@
+"""Copies already made: a replayed copy finds its messages in the destination and copies nothing more.
+
+A copy leaves its source in place, so replaying an approved copy (the same dialog answer, or the
+same confirm_token within its lifetime) would find every source UID still there and copy again.
+No server-side record is kept; instead a copy skips each source message whose Message-ID the
+destination already holds. A message without a Message-ID cannot be recognised and is copied
+every time; so is one whose Message-ID is not printable ASCII (a quoted IMAP SEARCH string
+without CHARSET cannot carry it, and RFC 5322 does not allow it).
+
+The destination is searched with `UID SEARCH HEADER Message-ID "…"` in chunks of ORs, so no
+command line grows long; HEADER matches substrings, so each hit's Message-ID is then compared
+exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from email.parser import BytesHeaderParser
+from email.policy import compat32
+
+from imapclient import IMAPClient
+
+from .imap_fetch import fetch
+from .imap_pool import examine
+
+MESSAGE_ID_ITEM = "BODY.PEEK[HEADER.FIELDS (MESSAGE-ID)]"
+#: at most this many Message-IDs, and about this many bytes of them, per SEARCH command
+CHUNK_IDS = 50
+CHUNK_BYTES = 4000
+
+
+def already_copied(client: IMAPClient, uids: Iterable[int], destination: str) -> set[int]:
+    """Of `uids` in the selected mailbox, those whose Message-ID `destination` already holds.
+
+    Leaves `destination` selected (read-only): the caller selects the source again.
+    """
+    by_uid = message_ids_of(client, uids)
+    if not by_uid:
+        return set()
+    examine(client, destination)
+    held = held_message_ids(client, set(by_uid.values()))
+    return {uid for uid, message_id in by_uid.items() if message_id in held}
+
+
+def message_ids_of(client: IMAPClient, uids: Iterable[int]) -> dict[int, str]:
+    """The Message-ID of each of `uids` in the selected mailbox, for those that have a searchable one."""
+    found: dict[int, str] = {}
+    for uid, data in fetch(client, sorted(set(uids)), [MESSAGE_ID_ITEM]).items():
+        raw = next((v for k, v in data.items() if k.startswith(b"BODY[HEADER.FIELDS")), b"")
+        message_id = parse_message_id(raw if isinstance(raw, bytes) else b"")
+        if message_id:
+            found[uid] = message_id
+    return found
+
+
+def parse_message_id(header_block: bytes) -> str | None:
+    """The Message-ID in a fetched header block, unfolded; None when absent or not printable ASCII."""
+    value = BytesHeaderParser(policy=compat32).parsebytes(header_block).get("Message-ID")
+    text = " ".join(str(value).split()) if value is not None else ""
+    return text if text and text.isascii() and text.isprintable() else None
+
+
+def held_message_ids(client: IMAPClient, wanted: set[str]) -> set[str]:
+    """Which of the `wanted` Message-IDs the selected mailbox holds, compared exactly."""
+    hits: set[int] = set()
+    for chunk in chunks(sorted(wanted)):
+        hits.update(client.search(any_message_id(chunk)))
+    if not hits:
+        return set()
+    return set(message_ids_of(client, hits).values()) & wanted
+
+
+def chunks(message_ids: list[str]) -> Iterator[list[str]]:
+    """The Message-IDs in groups of at most `CHUNK_IDS`, each about `CHUNK_BYTES` long at most."""
+    group: list[str] = []
+    size = 0
+    for message_id in message_ids:
+        if group and (len(group) == CHUNK_IDS or size + len(message_id) > CHUNK_BYTES):
+            yield group
+            group, size = [], 0
+        group.append(message_id)
+        size += len(message_id)
+    if group:
+        yield group
+
+
+def any_message_id(message_ids: list[str]) -> bytes:
+    """SEARCH criteria matching any of `message_ids`: `OR OR a b c` (prefix ORs), each a quoted string."""
+    terms = [b"HEADER Message-ID " + _quoted(message_id) for message_id in message_ids]
+    return b"OR " * (len(terms) - 1) + b" ".join(terms)
+
+
+def _quoted(text: str) -> bytes:
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{escaped}"'.encode("ascii")
