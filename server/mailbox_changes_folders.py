@@ -4,6 +4,10 @@ Delete and rename are planned like message changes: `plan_folder_change` observe
 now and returns the exact `Target` (for a delete, its UIDVALIDITY, UIDNEXT and message count, so
 an approval does not cover mail that arrived or left afterwards, nor a re-created mailbox), and
 `execute_folder_change` re-observes it and runs only if it is unchanged.
+
+A mailbox with child mailboxes is not deleted: IMAP (RFC 3501, DELETE) would remove its messages
+but keep its name as a parent of the children, so "delete" would only be half done. The request
+is refused before anyone is asked, naming the children to delete first.
 """
 
 from __future__ import annotations
@@ -16,10 +20,36 @@ from imapclient import IMAPClient
 
 from .imap_pool import NoSuchMailbox
 from .mailbox_changes import ChangeRefused, TargetChanged
-from .mailboxes import list_mailboxes
+from .mailboxes import MailboxInfo, list_mailboxes
 
 FolderOperation = Literal["delete_mailbox", "rename_mailbox"]
 _STATUS = [b"UIDVALIDITY", b"UIDNEXT", b"MESSAGES"]
+
+
+SHOWN_CHILDREN = 5
+
+
+def _children(client: IMAPClient, name: str) -> list[str]:
+    """The names of the mailboxes below `name` in the hierarchy."""
+    boxes = list_mailboxes(client)
+    found: MailboxInfo | None = next((m for m in boxes if m.name == name), None)
+    if found is None or not found.delimiter:
+        return []
+    prefix = name + found.delimiter
+    return sorted(m.name for m in boxes if m.name.startswith(prefix))
+
+
+def _refuse_a_parent(client: IMAPClient, name: str) -> None:
+    children = _children(client, name)
+    if children:
+        shown = ", ".join(repr(c) for c in children[:SHOWN_CHILDREN])
+        if len(children) > SHOWN_CHILDREN:
+            shown += ", …"
+        raise ChangeRefused(
+            f"The mailbox {name!r} has {len(children)} child mailbox(es) ({shown}); the IMAP server would keep "
+            f"{name!r} as their parent, so it cannot be deleted as a whole. Nothing was changed and nobody was "
+            f"asked. Delete the child mailboxes first (or rename them elsewhere), then delete {name!r}."
+        )
 
 
 def _listed(client: IMAPClient, name: str) -> bool | None:
@@ -44,6 +74,8 @@ def plan_folder_change(
     if mailbox.upper() == "INBOX":
         raise ChangeRefused("INBOX cannot be deleted or renamed; nothing was changed.")
     status = _status(client, mailbox)
+    if operation == "delete_mailbox":
+        _refuse_a_parent(client, mailbox)
     if operation == "rename_mailbox":
         if not new_name:
             raise ChangeRefused("A rename needs new_name: the full new name of the mailbox.")

@@ -57,6 +57,14 @@ async def test_delete_asks_and_then_deletes(account: Account) -> None:
     assert "Projects/Entwürfe" not in names(account)
 
 
+async def test_a_parent_mailbox_can_be_deleted_once_its_children_are(account: Account) -> None:
+    async with client_for(account, Person()) as client:
+        for mailbox in ("Projects/Entwürfe", "Projects"):
+            result = await client.call_tool("manage_mailbox", {"action": "delete", "mailbox": mailbox})
+            assert result.structured_content["status"] == "done", result.content  # type: ignore[index]
+    assert not {"Projects", "Projects/Entwürfe"} & names(account)
+
+
 async def test_mail_arriving_after_the_question_voids_the_approval(account: Account) -> None:
     args = {"action": "delete", "mailbox": "Archive"}
     async with client_for(account, Person()) as client:
@@ -81,6 +89,10 @@ async def test_mail_arriving_after_the_question_voids_the_approval(account: Acco
     [
         ({"action": "delete", "mailbox": "INBOX"}, "INBOX cannot be deleted"),
         ({"action": "delete", "mailbox": "Nowhere"}, "does not exist"),
+        (
+            {"action": "delete", "mailbox": "Projects"},
+            "has 1 child mailbox(es) ('Projects/Entwürfe'); the IMAP server would keep 'Projects' as their parent",
+        ),
         ({"action": "rename", "mailbox": "Archive", "new_name": "Junk"}, "already exists"),
         ({"action": "rename", "mailbox": "Archive"}, "needs new_name"),
         ({"action": "create", "mailbox": "Archive"}, "already exists"),
@@ -93,3 +105,4 @@ async def test_impossible_requests_are_refused_before_anyone_is_asked(
     async with client_for(account, person) as client:
         result: CallToolResult = await client.call_tool("manage_mailbox", args)
     assert result.is_error and said in result.content[0].text and person.shown == []  # type: ignore[union-attr]
+    assert names(account) >= {"Archive", "Projects", "Projects/Entwürfe"}
