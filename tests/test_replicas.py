@@ -209,6 +209,8 @@ async def test_an_approval_obtained_with_one_token_does_not_run_for_another(acco
     assert isinstance(question, InputRequiredResult)
     assert isinstance(retry, InputRequiredResult)  # a fresh question for B; nothing ran
     assert isinstance(refused, CallToolResult) and refused.is_error
+    said = refused.content[0].text  # type: ignore[union-attr]
+    assert "does not fit" in said and "Call delete_messages again without confirm_token to get a new one" in said
     assert ref.uid in inbox_uids(account)
 
 
