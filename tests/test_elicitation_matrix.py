@@ -6,7 +6,10 @@
 | manage_mailbox rename | the two-call token only |
 | manage_mailbox create, set_message_flags, save_draft | never |
 
-The full matrix runs in-process; a representative subset runs over real stdio and HTTP.
+The whole matrix (both eras, a client with and without elicitation, ELICITATION true and false)
+runs three times: in-process, over real stdio, and over real Streamable HTTP. Each combination
+starts one server and calls every changing tool in it; HTTP adds the legacy client without a back
+channel (`IMAP_MCP_LEGACY_HTTP=stateless`), which gets the token.
 """
 
 from __future__ import annotations
@@ -114,39 +117,41 @@ async def test_in_process_every_tool_asks_as_the_table_says(
         await exercise_every_tool(Run(client, person, expected_dialog(mode, has_person, elicitation)), account)
 
 
-async def delete_one_over(target: Any, account: Account, mode: str, person: Person | None, dialog: str | None) -> None:
+MATRIX = list(itertools.product(MODES, (True, False), (True, False)))
+MATRIX_IDS = [f"{mode}-{'person' if p else 'no elicitation'}-ELICITATION={str(e).lower()}" for mode, p, e in MATRIX]
+
+
+async def exercise_over(target: Any, account: Account, mode: str, person: Person | None, dialog: str | None) -> None:
+    """Connect to a running server (stdio parameters or an HTTP URL) and call every changing tool."""
     options: dict[str, Any] = {"elicitation_callback": person} if person else {}
     async with Client(target, mode=mode, **options) as client:  # type: ignore[arg-type]
-        run = Run(client, person, dialog)
-        inbox = message_ids(account, "INBOX")
-        assert (await run.guarded("delete_messages", {"ids": inbox[:1], "permanent": True}))["count"] == 1
-        assert (await run.unasked("set_message_flags", {"ids": inbox[1:2], "add": ["\\Seen"]}))["ids"]
-    assert message_ids(account, "INBOX") == inbox[1:]
+        await exercise_every_tool(Run(client, person, dialog), account)
 
 
-@pytest.mark.parametrize(("mode", "has_person"), [("legacy", True), ("2026-07-28", True), ("2026-07-28", False)])
-async def test_over_stdio(account: Account, mode: str, has_person: bool) -> None:
-    person = Person() if has_person else None
-    dialog = expected_dialog(mode, has_person, True)
-    await delete_one_over(stdio_params(account.env()), account, mode, person, dialog)
-
-
-@pytest.mark.parametrize(
-    ("mode", "has_person", "env", "dialog"),
-    [
-        ("legacy", True, {}, "push"),
-        ("2026-07-28", True, {}, "dialog"),
-        ("legacy", False, {}, None),
-        ("2026-07-28", True, {"ELICITATION": "false"}, None),
-        ("legacy", True, {"IMAP_MCP_LEGACY_HTTP": "stateless"}, None),  # no back channel: the token
-    ],
-)
-async def test_over_http(
-    account: Account, mode: str, has_person: bool, env: dict[str, str], dialog: str | None
+@pytest.mark.parametrize(("mode", "has_person", "elicitation"), MATRIX, ids=MATRIX_IDS)
+async def test_over_stdio_every_tool_asks_as_the_table_says(
+    account: Account, mode: str, has_person: bool, elicitation: bool
 ) -> None:
     person = Person() if has_person else None
-    with http_server(account.env(IMAP_MCP_SEAL_KEYS="k" * 40, **env)) as url:
-        await delete_one_over(url, account, mode, person, dialog)
+    env = account.env(ELICITATION=str(elicitation).lower())
+    await exercise_over(stdio_params(env), account, mode, person, expected_dialog(mode, has_person, elicitation))
+
+
+@pytest.mark.parametrize(("mode", "has_person", "elicitation"), MATRIX, ids=MATRIX_IDS)
+async def test_over_http_every_tool_asks_as_the_table_says(
+    account: Account, mode: str, has_person: bool, elicitation: bool
+) -> None:
+    person = Person() if has_person else None
+    env = account.env(IMAP_MCP_SEAL_KEYS="k" * 40, ELICITATION=str(elicitation).lower())
+    with http_server(env) as url:
+        await exercise_over(url, account, mode, person, expected_dialog(mode, has_person, elicitation))
+
+
+async def test_over_stateless_http_a_legacy_client_gets_the_token(account: Account) -> None:
+    """No back channel for a 2025-11-25 client: the token, although it declared elicitation."""
+    env = account.env(IMAP_MCP_SEAL_KEYS="k" * 40, IMAP_MCP_LEGACY_HTTP="stateless")
+    with http_server(env) as url:
+        await exercise_over(url, account, "legacy", Person(), None)
 
 
 async def test_every_changing_tool_states_all_four_annotations(account: Account) -> None:
