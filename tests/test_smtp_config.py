@@ -86,12 +86,9 @@ def test_no_smtp_error_shows_a_password() -> None:
 
 
 def test_the_cli_exits_2_with_one_line_for_a_bad_smtp_setting(capsys: pytest.CaptureFixture[str]) -> None:
-    from imap_mcp.server.cli import load_or_exit
+    from imap_mcp.server.startup import load_or_exit
 
-    with pytest.MonkeyPatch.context() as patch:
-        for name, value in {**IMAP, "SMTP_HOST": "smtp.example.com", "SMTP_PORT": "smtp"}.items():
-            patch.setenv(name, value)
-        with pytest.raises(SystemExit) as exited:
-            load_or_exit()
+    with pytest.raises(SystemExit) as exited:
+        load_or_exit(load_settings, {**IMAP, "SMTP_HOST": "smtp.example.com", "SMTP_PORT": "smtp"})
     assert exited.value.code == 2
     assert capsys.readouterr().err == "imap-mcp: SMTP_PORT='smtp' is not valid: use a port number from 1 to 65535.\n"
