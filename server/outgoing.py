@@ -27,9 +27,13 @@ from email.utils import format_datetime
 #: at most this many recipients (to, cc and bcc together) in one message
 MAX_RECIPIENTS = 100
 MAX_SUBJECT_LENGTH = 998
-#: C0 controls and DEL; a tab is allowed in a subject (it is folding white space)
-_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
-_CONTROL_OR_TAB = re.compile(r"[\x00-\x1f\x7f]")
+#: C0 controls, DEL, C1 controls, and the line and paragraph separators: together every character
+#: `str.splitlines()` splits on (\n \r \v \f \x1c-\x1e \x85 \u2028 \u2029), which the email package
+#: refuses in a header only once the message is built
+CONTROL_CHARACTERS = "\x00-\x1f\x7f-\x9f\u2028\u2029"
+#: the same, except a tab, which is allowed in a subject (it is folding white space)
+_CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")
+_CONTROL_OR_TAB = re.compile(f"[{CONTROL_CHARACTERS}]")
 #: what the email package raises on header text it cannot parse at all (rather than noting a defect)
 HEADER_PARSE_ERRORS = (HeaderParseError, IndexError, ValueError)
 
@@ -50,8 +54,8 @@ def check_header_text(value: str, field: str) -> str:
     """`value` unchanged, or `HeaderInjection` if it could end the header or start another one."""
     if _CONTROL.search(value):
         raise HeaderInjection(
-            f"The {field} contains a line break or another control character, which could add headers of its "
-            f"own. Give the {field} as a single line of text."
+            f"The {field} contains a line break (a Unicode line or paragraph separator counts too) or another "
+            f"control character, which could add headers of its own. Give the {field} as a single line of text."
         )
     return value
 
@@ -186,7 +190,34 @@ def message_id_for(approval: bytes, sender: Address) -> str:
 
 
 def build_message(draft: Draft, message_id: str, when: dt.datetime) -> EmailMessage:
-    """The message itself. Bcc is kept as a header for the Sent copy; SMTP sending leaves it out."""
+    """The message itself. Bcc is kept as a header for the Sent copy; SMTP sending leaves it out.
+
+    Raises `OutgoingError` if the email package refuses a header; `check_buildable` finds that out
+    before a person is asked.
+    """
+    try:
+        return _assemble(draft, message_id, when)
+    except HEADER_PARSE_ERRORS as exc:
+        raise _unbuildable(exc) from None
+
+
+def check_buildable(draft: Draft) -> None:
+    """Build and serialise `draft` once, so that whatever the email package refuses is refused before anyone is
+    asked rather than after the approval (the Message-ID and Date of the real message cannot fail)."""
+    try:
+        wire_bytes(_assemble(draft, "<check.imap-mcp@imap-mcp.invalid>", dt.datetime.now(dt.UTC)))
+    except HEADER_PARSE_ERRORS as exc:
+        raise _unbuildable(exc) from None
+
+
+def _unbuildable(exc: Exception) -> OutgoingError:
+    return OutgoingError(
+        f"The message cannot be written as mail ({exc}). Give the subject and the addresses as plain single-line "
+        "text, and check them and the body for characters mail cannot carry."
+    )
+
+
+def _assemble(draft: Draft, message_id: str, when: dt.datetime) -> EmailMessage:
     message = EmailMessage()
     message["From"] = draft.sender
     for name, group in draft.recipients.lists():

@@ -3,7 +3,9 @@
 The original message was written by someone outside, so its headers are read leniently
 (an address that does not parse is skipped) but nothing of it reaches the new message
 except addresses re-built through `email.headerregistry.Address`, message ids matching the
-msg-id shape, and its subject with control characters turned into spaces.
+msg-id shape, and its subject and display names with control characters and line separators (every
+character `str.splitlines()` splits on, `outgoing.CONTROL_CHARACTERS`) turned into spaces, since a
+sender can hide them in an encoded word.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from email.parser import BytesHeaderParser
 from email.policy import default as default_policy
 
 from .outgoing import (
+    CONTROL_CHARACTERS,
     HEADER_PARSE_ERRORS,
     Draft,
     OutgoingError,
@@ -31,7 +34,7 @@ from .outgoing import (
 HEADER_FIELDS = ("From", "Reply-To", "To", "Cc", "Subject", "Message-ID", "In-Reply-To", "References")
 _MSG_ID = re.compile(r"<[!-;=?-~]+>")
 _REPLY_PREFIX = re.compile(r"^\s*re\s*:", re.IGNORECASE)
-_CONTROLS = re.compile(r"[\x00-\x1f\x7f]+")
+_CONTROLS = re.compile(f"[{CONTROL_CHARACTERS}]+")
 
 
 @dataclass(frozen=True)
@@ -57,12 +60,16 @@ def _addresses(message: EmailMessage, name: str) -> tuple[Address, ...]:
     for value in values:
         for address in getattr(value, "addresses", ()):
             try:
-                rebuilt = Address(display_name=address.display_name, addr_spec=address.addr_spec)
+                rebuilt = Address(display_name=_one_line(address.display_name), addr_spec=address.addr_spec)
             except HEADER_PARSE_ERRORS:
                 continue
             if rebuilt.username and rebuilt.domain and rebuilt.addr_spec.isascii():
                 found.append(rebuilt)
     return tuple(found)
+
+
+def _one_line(text: str) -> str:
+    return _CONTROLS.sub(" ", text).strip()
 
 
 def _message_ids(value: object) -> list[str]:
@@ -80,7 +87,7 @@ def parse_original(headers: bytes) -> Original:
         reply_to=_addresses(message, "Reply-To"),
         to=_addresses(message, "To"),
         cc=_addresses(message, "Cc"),
-        subject=_CONTROLS.sub(" ", str(message.get("Subject") or "")).strip(),
+        subject=_one_line(str(message.get("Subject") or "")),
         message_id=own_ids[0] if own_ids else None,
         references=tuple(references),
     )

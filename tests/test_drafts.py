@@ -42,3 +42,25 @@ async def test_a_header_injection_or_a_bad_address_is_refused(account: Account, 
         result = await client.call_tool("save_draft", args)
     assert result.is_error
     assert message_ids(account, "Drafts") == before
+
+
+@pytest.mark.parametrize(
+    ("args", "why"),
+    [
+        pytest.param({"subject": "Plan\u2028Bcc: eve@example.org"}, "line break", id="line-separator-in-subject"),
+        pytest.param({"subject": "Plan\x85B"}, "line break", id="next-line-in-subject"),
+        pytest.param({"to": ["Bob\u2029 <bob@example.net>"]}, "could add headers", id="separator-in-name"),
+    ],
+)
+async def test_a_line_separator_in_a_header_is_refused_with_a_clear_error(
+    account: Account, args: dict[str, object], why: str
+) -> None:
+    before = message_ids(account, "Drafts")
+    async with Client(build_server(account.settings()), mode="2026-07-28") as client:
+        result = await client.call_tool(
+            "save_draft", {"to": ["bob@example.net"], "subject": "Plan", "body": "x", **args}
+        )
+    assert result.is_error
+    text = result.content[0].text  # type: ignore[union-attr]
+    assert "Nothing was saved:" in text and why in text
+    assert message_ids(account, "Drafts") == before

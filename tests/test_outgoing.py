@@ -15,6 +15,7 @@ from imap_mcp.server.outgoing import (
     HeaderInjection,
     OutgoingError,
     build_message,
+    check_buildable,
     check_subject,
     describe_for_approval,
     message_id_for,
@@ -79,6 +80,42 @@ def test_an_address_with_a_line_break_or_control_character_is_refused_as_injecti
 def test_a_subject_with_a_line_break_or_control_character_is_refused_as_injection(subject: str) -> None:
     with pytest.raises(HeaderInjection, match="subject"):
         check_subject(subject)
+
+
+#: beyond the C0 controls: the line separators of `str.splitlines()` outside C0, and C1 controls
+LINE_SEPARATORS_BEYOND_C0 = ["\x85", "\u2028", "\u2029", "\x80", "\x9f"]
+
+
+def _splits_lines(character: str) -> bool:
+    return len(f"a{character}b".splitlines()) > 1
+
+
+def test_every_character_splitlines_splits_on_is_refused_in_a_subject_and_an_address() -> None:
+    separators = [c for c in map(chr, range(0x110000)) if _splits_lines(c)]
+    assert len(separators) == 10  # \n \r \v \f \x1c \x1d \x1e \x85 \u2028 \u2029
+    for separator in separators:
+        with pytest.raises(HeaderInjection):
+            check_subject(f"Hi{separator}there")
+        with pytest.raises(HeaderInjection):
+            parse_address(f"Alice{separator}Example <alice@example.com>", "To")
+
+
+@pytest.mark.parametrize("character", LINE_SEPARATORS_BEYOND_C0)
+def test_a_unicode_line_separator_or_c1_control_is_refused_before_a_message_is_built(character: str) -> None:
+    with pytest.raises(HeaderInjection, match="line break"):
+        check_subject(f"Hi{character}Bcc: eve@evil.example")
+    with pytest.raises(HeaderInjection, match="could add headers of its own"):
+        parse_address(f"Alice{character} <alice@example.com>", "Cc")
+
+
+def test_a_message_the_email_package_cannot_write_is_refused_as_outgoing_error() -> None:
+    with pytest.raises(OutgoingError, match="cannot be written as mail"):
+        check_buildable(_draft(subject="Hi\u2028there"))
+    with pytest.raises(OutgoingError, match="cannot be written as mail"):
+        check_buildable(_draft(body="lone surrogate \ud800"))
+    with pytest.raises(OutgoingError, match="cannot be written as mail"):
+        build_message(_draft(subject="Hi\u2028there"), "<abc.imap-mcp@example.org>", WHEN)
+    check_buildable(_draft())
 
 
 def test_a_subject_with_a_tab_and_any_script_is_kept_as_given() -> None:

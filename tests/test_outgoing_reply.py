@@ -5,7 +5,7 @@ from __future__ import annotations
 from email.headerregistry import Address
 
 import pytest
-from imap_mcp.server.outgoing import OutgoingError, describe_for_approval
+from imap_mcp.server.outgoing import OutgoingError, check_buildable, describe_for_approval
 from imap_mcp.server.outgoing_reply import parse_original, reply_draft, reply_recipients, reply_subject
 
 ME = Address("Demo", addr_spec="demo@example.org")
@@ -122,6 +122,19 @@ def test_a_line_break_hidden_in_an_encoded_subject_cannot_reach_the_reply() -> N
     draft = reply_draft(original, ME, OWN, "ok", reply_all=False)
     assert "\r" not in draft.subject and "\n" not in draft.subject
     assert draft.subject == "Re: Hi Bcc: eve@evil.example"
+
+
+def test_unicode_line_separators_hidden_in_the_original_become_spaces() -> None:
+    original = parse_original(
+        _headers(
+            "From: =?utf-8?q?Bob=E2=80=A8Builder?= <bob@example.net>",
+            "Subject: =?utf-8?q?Hi=E2=80=A8Bcc=3A_eve=40evil=2Eexample=C2=85x=E2=80=A9y?=",
+        )
+    )
+    draft = reply_draft(original, ME, OWN, "ok", reply_all=False)
+    assert draft.subject == "Re: Hi Bcc: eve@evil.example x y"
+    assert [a.display_name for a in draft.recipients.to] == ["Bob Builder"]
+    check_buildable(draft)
 
 
 def test_the_question_for_a_reply_never_shows_the_originals_subject() -> None:

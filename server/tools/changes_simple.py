@@ -95,7 +95,7 @@ def register(mcp: MCPServer, pool: ImapPool) -> None:
         try:
             message = draft_message(pool.settings.username, to, cc, subject, body)
         except OutgoingError as exc:
-            raise ToolError(str(exc)) from None
+            raise ToolError(f"Nothing was saved: {exc}") from None
         saved = await on_change(pool, lambda c: append_draft(c, message), retry=False)
         uid_part = (saved.uid,) if saved.uid else ()
         log_change("save_draft", saved.mailbox, uid_part)
