@@ -24,6 +24,13 @@ NOT_SHOWN_NOTE = (
     "Recipients, subject and body come from the caller (the AI assistant's request); display names are not shown, "
     "and the body is not shown here: ask the assistant to show it to you before approving."
 )
+#: for a reply only the body is the caller's: recipients and subject come from the original message
+REPLY_NOT_SHOWN_NOTE = (
+    "The recipients come from the original message's headers, as its sender wrote them (Reply-To or From; also "
+    "To and Cc for a reply to all, or when this account sent the original); the body comes from the caller (the "
+    "AI assistant's request). Display names are not shown, and the body is not shown here: ask the assistant to "
+    "show it to you before approving."
+)
 
 
 def content_digest(draft: Draft) -> str:
@@ -74,7 +81,7 @@ def send_request(tool: str, account: str, draft: Draft, original: MessageRef | N
         [
             describe_for_approval(draft, reply_in=original.mailbox if original else None),
             f"Account: {account}",
-            NOT_SHOWN_NOTE,
+            NOT_SHOWN_NOTE if original is None else REPLY_NOT_SHOWN_NOTE,
         ]
     )
     return ApprovalRequest(

@@ -66,4 +66,12 @@ def test_the_request_asks_in_a_dialog_and_names_the_account() -> None:
     request = send_request("send_message", ACCOUNT, DRAFT)
     assert request.dialog
     assert f"Account: {ACCOUNT}" in request.question
+    assert "Recipients, subject and body come from the caller" in request.question
     assert request.summary == "send an email to 4 recipients"
+
+
+def test_the_request_for_a_reply_says_the_recipients_come_from_the_original() -> None:
+    question = send_request("reply_to_message", ACCOUNT, DRAFT, ORIGINAL).question
+    assert "Recipients, subject and body come from the caller" not in question
+    assert "The recipients come from the original message's headers, as its sender wrote them" in question
+    assert "the body comes from the caller" in question
