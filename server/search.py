@@ -3,7 +3,10 @@
 The server does the matching: one `UID SORT (REVERSE ARRIVAL)` where it offers SORT (RFC 5256),
 which gives the order and the total at once. Without SORT the matching UIDs come from
 `UID SEARCH` (as one compact set with ESEARCH, RFC 4731) and are ordered by their INTERNALDATE,
-which is what ARRIVAL means, so both ways give the same pages. Only the requested page is fetched.
+which is what ARRIVAL means (equal dates in UID order, as SORT leaves them), so both ways give the
+same pages. Only the requested page is fetched in full; without SORT the INTERNALDATE of every
+match is fetched first, to order them. Every search value is sent as one IMAP string
+(`search_string`), never as bare words the server could read as syntax.
 "Newest" is INTERNALDATE (when the server received the message), the date `since`/`before` use.
 """
 
@@ -15,7 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from imapclient import IMAPClient
-from imapclient.imapclient import _normalise_search_criteria
+from imapclient.imapclient import _literal
+from imapclient.response_parser import parse_message_list
 from pydantic import BaseModel, Field
 
 from .imap_fetch import esearch_all, fetch
@@ -26,6 +30,26 @@ from .search_cache import OrderCache
 from .uid_sets import expand
 
 SUMMARY_ITEMS = ("FLAGS", "INTERNALDATE", "RFC822.SIZE", "ENVELOPE", "BODYSTRUCTURE")
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+
+
+def search_string(value: str) -> bytes:
+    """`value` as exactly one IMAP string, whatever characters it holds.
+
+    imapclient quotes only values with a space, `"` or `\\`, so `(draft)` or `{5}` would reach the
+    server bare and be read as IMAP syntax (a parenthesised list, a literal announcement). ASCII is
+    sent as a quoted string (`\\` and `"` escaped); anything else, or a line break, which a quoted
+    string cannot hold, as a literal (imapclient sends a `_literal` as `{n}` + the bytes).
+    """
+    data = value.encode("utf-8")
+    if data.isascii() and not any(byte in data for byte in b"\r\n\x00"):
+        return b'"' + data.replace(b"\\", b"\\\\").replace(b'"', b'\\"') + b'"'
+    return _literal(data)
+
+
+def imap_date(day: dt.date) -> bytes:
+    """RFC 3501 `date` (`1-Oct-2026`), independent of the locale."""
+    return f"{day.day}-{_MONTHS[day.month - 1]}-{day.year:04d}".encode("ascii")
 
 
 @dataclass(frozen=True)
@@ -43,23 +67,26 @@ class SearchQuery:
     offset: int = 0
     limit: int = 20
 
-    def criteria(self) -> list[Any]:
-        """IMAP search keys: FROM/TO/SUBJECT/TEXT are substring matches; SINCE/BEFORE compare INTERNALDATE."""
-        keys: list[Any] = []
-        for key, value in (("FROM", self.sender), ("TO", self.recipient), ("SUBJECT", self.subject)):
+    def program(self) -> list[bytes]:
+        """The IMAP search keys, each value one string; FROM/TO/SUBJECT/TEXT are substrings, dates INTERNALDATE."""
+        keys: list[bytes] = []
+        for key, value in (
+            ("FROM", self.sender),
+            ("TO", self.recipient),
+            ("SUBJECT", self.subject),
+            ("TEXT", self.text),
+        ):
             if value:
-                keys += [key, value]
-        if self.text:
-            keys += ["TEXT", self.text]
+                keys += [key.encode(), search_string(value)]
         if self.since:
-            keys += ["SINCE", self.since]
+            keys += [b"SINCE", imap_date(self.since)]
         if self.before:
-            keys += ["BEFORE", self.before]
+            keys += [b"BEFORE", imap_date(self.before)]
         if self.unread_only:
-            keys.append("UNSEEN")
+            keys.append(b"UNSEEN")
         if self.flagged_only:
-            keys.append("FLAGGED")
-        return keys or ["ALL"]
+            keys.append(b"FLAGGED")
+        return keys or [b"ALL"]
 
     @property
     def charset(self) -> str | None:
@@ -126,30 +153,46 @@ def _summary(examined: Examined, uid: int, data: dict[bytes, Any]) -> MessageSum
     )
 
 
-def _newest_first_by_date(client: IMAPClient, query: SearchQuery) -> list[int]:
-    """Matching UIDs in REVERSE ARRIVAL order, for a server without SORT: SEARCH, then INTERNALDATE."""
+def _search_command(query: SearchQuery) -> list[bytes]:
+    """CHARSET (only when a value needs it: a few servers refuse any CHARSET at all), then the keys."""
+    return [b"CHARSET", b"UTF-8", *query.program()] if query.charset else query.program()
+
+
+def _matching(client: IMAPClient, query: SearchQuery) -> str | list[int]:
+    """The matching UIDs: one compressed set with ESEARCH (RFC 4731), else the plain SEARCH list."""
     if client.has_capability("ESEARCH"):
-        program = [b"CHARSET", b"UTF-8"] if query.charset else []
-        program += _normalise_search_criteria(query.criteria(), query.charset)
-        matching: str | list[int] = esearch_all(client, program)
-        if not matching:
-            return []
-    else:
-        matching = list(client.search(query.criteria(), query.charset))
-        if not matching:
-            return []
+        return esearch_all(client, _search_command(query))
+    return list(parse_message_list(client._raw_command_untagged(b"SEARCH", _search_command(query))))
+
+
+def _newest_first_by_date(client: IMAPClient, query: SearchQuery) -> list[int]:
+    """Matching UIDs in REVERSE ARRIVAL order, for a server without SORT: SEARCH, then INTERNALDATE of each."""
+    matching = _matching(client, query)
+    if not matching:
+        return []
     dates = fetch(client, matching, ["INTERNALDATE"])
     uids = expand(matching) if isinstance(matching, str) else matching
-    return sorted(uids, key=lambda uid: (dates.get(uid, {}).get(b"INTERNALDATE") or _EPOCH, uid), reverse=True)
+
+    def newest_first_then_uid(uid: int) -> tuple[float, int]:
+        received = dates.get(uid, {}).get(b"INTERNALDATE")
+        return (-(received if isinstance(received, dt.datetime) else _EPOCH).timestamp(), uid)
+
+    return sorted(uids, key=newest_first_then_uid)
 
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
 def newest_first(client: IMAPClient, query: SearchQuery) -> list[int]:
-    """Every UID matching `query`, newest first (INTERNALDATE, ties by UID)."""
+    """Every UID matching `query`: INTERNALDATE descending, equal dates in ascending UID order.
+
+    That tie order is SORT's: RFC 5256 applies REVERSE to the sort key only and leaves messages
+    with equal keys in mailbox (sequence, hence UID) order, as Dovecot does; the fallback matches it,
+    so a page is the same with and without SORT.
+    """
     if client.has_capability("SORT"):
-        return list(client.sort(["REVERSE", "ARRIVAL"], query.criteria(), "UTF-8"))
+        found = client._raw_command_untagged(b"SORT", [b"(REVERSE ARRIVAL)", b"UTF-8", *query.program()], unpack=True)
+        return [int(uid) for uid in (found or b"").split()]
     return _newest_first_by_date(client, query)
 
 
@@ -160,7 +203,7 @@ def search_page(
     if cache is None:
         ordered: Sequence[int] = newest_first(client, query)
     else:
-        search_key = (tuple(map(repr, query.criteria())), query.charset)
+        search_key = (tuple(query.program()), query.charset)
         ordered = cache.ordered(client, examined.mailbox, search_key, lambda: newest_first(client, query))
     page = ordered[query.offset : query.offset + query.limit]
     found = fetch(client, page, SUMMARY_ITEMS) if page else {}

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from harness import MODES, Account, append_message, error_text, structured
 from imap_mcp.server.app import build_server
+from imap_mcp.server.imap_pool import ImapPool
 from imap_mcp.server.message_ids import decode_id
 from mcp import Client
 
@@ -169,3 +170,44 @@ async def test_annotations_are_stated_in_full(account: Account) -> None:
         }
         assert tools[name].title == title
     assert "from" in tools["search_messages"].input_schema["properties"]
+
+
+#: subjects full of IMAP syntax: each search value must reach the server as one string
+SYNTAX_SUBJECTS = [
+    "Agenda (draft)",
+    "Notes draft) end",
+    "Count {5} items",
+    "Plus {5+} items",
+    'Quote "x" and back\\slash',
+    "Entwurf (Änderung) {7}",
+]
+
+
+def syntax_message(subject: str) -> bytes:
+    message = EmailMessage()
+    message["From"] = "syntax@example.com"
+    message["Subject"] = subject
+    message.set_content("x\n")
+    return message.as_bytes()
+
+
+@pytest.mark.parametrize(
+    ("subject", "expected"),
+    [
+        pytest.param("(draft)", ["Agenda (draft)"], id="parenthesised"),
+        pytest.param("draft)", ["Agenda (draft)", "Notes draft) end"], id="closing-parenthesis"),
+        pytest.param("{5}", ["Count {5} items"], id="literal-announcement"),
+        pytest.param("{5+}", ["Plus {5+} items"], id="non-synchronising-literal"),
+        pytest.param('"x" and back\\slash', ['Quote "x" and back\\slash'], id="quote-and-backslash"),
+        pytest.param("(Änderung) {7}", ["Entwurf (Änderung) {7}"], id="non-ascii-with-syntax"),
+    ],
+)
+async def test_search_values_are_strings_never_imap_syntax(account: Account, subject: str, expected: list[str]) -> None:
+    for text in SYNTAX_SUBJECTS:
+        append_message(account, syntax_message(text))
+    pool = ImapPool(account.imap_settings())
+    async with Client(build_server(account.settings(), pool=pool)) as client:
+        page = await search(client, subject=subject)
+    pool.close_all()
+    assert sorted(subjects(page)) == sorted(expected) and page["total"] == len(expected)
+    assert pool.opened == 1  # the connection was never lost waiting for a literal
