@@ -38,11 +38,41 @@ def split_uid_set(uid_set: str, max_chars: int = MAX_SET_CHARS) -> Iterator[str]
         yield ",".join(piece)
 
 
+def _responses(data: list[Any]) -> Iterator[list[Any]]:
+    """imaplib's untagged FETCH data cut into one list per response.
+
+    A response with literals arrives as `(text, literal)` pairs and ends with a bytes line, so every
+    bytes item closes one response. Parsing them one by one keeps two responses that share a
+    sequence number (before and after an EXPUNGE) from being merged into one message.
+    """
+    response: list[Any] = []
+    for item in data:
+        if item is None:
+            continue
+        response.append(item)
+        if isinstance(item, bytes):
+            yield response
+            response = []
+    if response:
+        yield response
+
+
+def _by_uid(data: list[Any]) -> Iterator[tuple[int, FetchData]]:
+    """(UID, values) of each FETCH response; one without a UID names only a sequence number and is dropped."""
+    for response in _responses(data):
+        for values in parse_fetch_response(response, normalise_times=False, uid_is_key=False).values():
+            uid = values.pop(b"UID", None)
+            values.pop(b"SEQ", None)
+            if isinstance(uid, int):
+                yield uid, values
+
+
 def fetch(client: IMAPClient, uids: Sequence[int] | str, items: Sequence[str]) -> dict[int, FetchData]:
     """`UID FETCH` of `items` for `uids` (a list, or a compressed set); keyed by UID, times kept timezone-aware.
 
-    Only messages asked for are returned, and unsolicited FETCH responses (flag updates from another
-    session) that lack the first requested item are dropped.
+    Only messages asked for are returned. Responses are keyed by the UID they carry, never by their
+    sequence number: an unsolicited FETCH (another session changed flags) without a UID is dropped,
+    and a message for which no response carries the first requested item is left out.
     """
     uid_set = uids if isinstance(uids, str) else compress(uids)
     wanted = None if isinstance(uids, str) else set(uids)
@@ -53,10 +83,10 @@ def fetch(client: IMAPClient, uids: Sequence[int] | str, items: Sequence[str]) -
         typ, data = client._imap._command_complete("FETCH", tag)
         client._checkok("fetch", typ, data)
         typ, data = client._imap._untagged_response(typ, data, "FETCH")
-        for uid, values in parse_fetch_response(data, normalise_times=False, uid_is_key=True).items():
-            if (wanted is None or uid in wanted) and any(k.startswith(first_key) for k in values):
+        for uid, values in _by_uid(data):
+            if wanted is None or uid in wanted:
                 found.setdefault(uid, {}).update(values)
-    return found
+    return {uid: values for uid, values in found.items() if any(k.startswith(first_key) for k in values)}
 
 
 def esearch_all(client: IMAPClient, criteria: list[bytes]) -> str:

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from harness import Account, append_message, error_text, structured
 from imap_mcp.server.app import build_server
+from imap_mcp.server.imap_fetch import fetch
 from imap_mcp.server.imap_pool import ImapPool
 from imap_mcp.server.message_ids import MessageRef, decode_id, encode_id
 from mcp import Client
@@ -218,3 +219,22 @@ async def test_subjects_and_bodies_never_reach_the_log(account: Account, caplog:
         await client.call_tool("search_messages", {"subject": "Quarterly"})
     for secret in ("Quarterly report", "quarterly numbers", "Grüße", "IMPORTANT SYSTEM INSTRUCTION", "Weekly deals"):
         assert secret not in caplog.text
+
+
+def test_an_unsolicited_fetch_without_uid_never_lends_its_flags_to_a_uid(empty_account: Account) -> None:
+    """`* 3 FETCH (FLAGS …)` names message number 3, here UID 4, never UID 3."""
+    uids = [append_message(empty_account, f"Subject: m{n}\r\n\r\nx\r\n".encode()) for n in range(4)]
+    reader, other = empty_account.imap(), empty_account.imap()
+    try:
+        reader.select_folder("INBOX", readonly=True)
+        other.select_folder("INBOX")
+        other.delete_messages([uids[0]])
+        other.expunge()
+        reader.noop()  # the reader takes the EXPUNGE: UID 4 is now message 3
+        other.add_flags([uids[3]], [b"\\Flagged"])
+        found = fetch(reader, [uids[2]], ["FLAGS"])
+    finally:
+        reader.logout()
+        other.logout()
+    assert (uids[2], uids[3]) == (3, 4)
+    assert list(found) == [uids[2]] and b"\\Flagged" not in found[uids[2]][b"FLAGS"]
