@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 from harness import Account, Person, append_message, message_ids
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from imap_mcp.protocol import Guard
 from imap_mcp.sealing import KeyRing
 from imap_mcp.server.app import build_server
@@ -381,3 +383,89 @@ async def test_a_replayed_token_to_copy_copies_once_but_a_message_without_messag
     assert [r.structured_content["count"] for r in runs] == [2, 1, 1]  # type: ignore[index]
     assert [r.structured_content["already_present_ids"] for r in runs] == [[], [with_id], [with_id]]  # type: ignore[index]
     assert len(message_ids(account, "Archive")) == 1 + 2 + 1 + 1
+
+
+# --- property: an approval never covers anything near its target (the real tools, in-process) ---
+
+WATCHED = ("INBOX", "Archive", "Junk", "Trash", "Projects/Entwürfe")
+BASES = {
+    "trash": ("delete_messages", {}),
+    "permanent": ("delete_messages", {"permanent": True}),
+    "move": ("move_messages", {"destination": "Archive"}),
+    "copy": ("move_messages", {"destination": "Archive", "mode": "copy"}),
+}
+Call = tuple[str, dict[str, Any]]
+
+
+def perturbed(name: str, call: Call, inbox: list[str], junk: list[str]) -> Call:
+    """`call` (on inbox[:2]) changed in one way; each is another target than the one approved."""
+    tool, args = call
+    if name == "widened":
+        return tool, {**args, "ids": inbox[:3]}
+    if name == "narrowed":
+        return tool, {**args, "ids": inbox[:1]}
+    if name == "swapped":
+        return tool, {**args, "ids": inbox[2:4]}
+    if name == "other source mailbox":
+        return tool, {**args, "ids": junk}
+    if name == "move<->copy, trash<->permanent":
+        if tool == "delete_messages":
+            return tool, {**args, "permanent": not args.get("permanent", False)}
+        return tool, {**args, "mode": "move" if args.get("mode") == "copy" else "copy"}
+    if name == "other destination":
+        if tool == "delete_messages":
+            return "move_messages", {"ids": args["ids"], "destination": "Trash"}
+        return tool, {**args, "destination": "Projects/Entwürfe"}
+    assert name == "other tool"
+    if tool == "delete_messages":
+        return "move_messages", {"ids": args["ids"], "destination": "Archive"}
+    return "delete_messages", {"ids": args["ids"]}
+
+
+PERTURBATIONS = (
+    "widened",
+    "narrowed",
+    "swapped",
+    "other source mailbox",
+    "move<->copy, trash<->permanent",
+    "other destination",
+    "other tool",
+)
+
+
+def snapshot(account: Account) -> dict[str, dict[int, tuple[bytes, ...]]]:
+    """Every watched mailbox's UIDs and flags, read over a direct IMAP connection."""
+    direct = account.imap()
+    try:
+        seen: dict[str, dict[int, tuple[bytes, ...]]] = {}
+        for mailbox in WATCHED:
+            direct.select_folder(mailbox, readonly=True)
+            uids = direct.search(["ALL"])
+            flags = direct.get_flags(uids) if uids else {}
+            seen[mailbox] = {uid: tuple(sorted(f for f in flags[uid] if f != b"\\Recent")) for uid in uids}
+        return seen
+    finally:
+        direct.logout()
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(base=st.sampled_from(sorted(BASES)), change=st.sampled_from(PERTURBATIONS))
+async def test_a_sealed_approval_or_token_for_one_target_never_runs_another(
+    account: Account, base: str, change: str
+) -> None:
+    """The same account serves every example on purpose: nothing may change it, which is what is checked."""
+    before = snapshot(account)
+    inbox, junk = message_ids(account, "INBOX"), message_ids(account, "Junk")
+    tool, extra = BASES[base]
+    approved_args = {"ids": inbox[:2], **extra}
+    other_tool, other_args = perturbed(change, (tool, approved_args), inbox, junk)
+    mcp = server(account)
+    async with Client(mcp, mode="2026-07-28", elicitation_callback=Person()) as client:
+        asked = await ask(client, tool, approved_args)
+        retried = await answer(client, other_tool, other_args, asked.request_state)
+    async with Client(mcp, mode="2026-07-28") as without_dialog:
+        token = await token_for(without_dialog, tool, approved_args)
+        refused = await without_dialog.call_tool(other_tool, {**other_args, "confirm_token": token})
+    assert isinstance(retried, InputRequiredResult), retried
+    assert refused.is_error and "does not fit" in text(refused), text(refused)
+    assert snapshot(account) == before
