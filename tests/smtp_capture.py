@@ -8,11 +8,13 @@ smtplib returns only after the server answered DATA, so a message is recorded by
 
 Plain, STARTTLS (`starttls=True`) or implicit TLS (`implicit_tls=True`), with optional AUTH
 PLAIN/LOGIN, and failure injection: `reject_rcpt` refuses those recipients, `fail_data_code`
-answers DATA with that code.
+answers DATA with that code. `gate` holds every message at DATA until a number of concurrent
+calls have each either returned or reached DATA (see `Gate`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import email
 import email.policy
 import logging
@@ -60,6 +62,41 @@ def self_signed(directory: Path) -> Path:
     return cert
 
 
+class Gate:
+    """For tests of concurrent sends, without timing: DATA waits until each of `expected` calls has
+    either returned (`returned`) or is itself waiting at DATA.
+
+    So an attempt that sends is still sending while every other attempt runs; and code that lets
+    several attempts send gets all of them released once all are waiting, and the test sees every
+    message rather than hanging.
+    """
+
+    def __init__(self, expected: int) -> None:
+        self.expected = expected
+        self._settled = 0
+        self._open = False
+        self._condition = threading.Condition()
+
+    def returned(self) -> None:
+        """One call has returned (call this whatever its outcome)."""
+        self._count_one()
+
+    async def hold(self) -> None:
+        self._count_one()
+        await asyncio.to_thread(self._wait_open)  # in a thread: the listener keeps serving other sessions
+
+    def _count_one(self) -> None:
+        with self._condition:
+            self._settled += 1
+            if self._settled >= self.expected:
+                self._open = True
+                self._condition.notify_all()
+
+    def _wait_open(self) -> None:
+        with self._condition:
+            self._condition.wait_for(lambda: self._open)
+
+
 class _Handler:
     def __init__(self, owner: CaptureSMTP) -> None:
         self.owner = owner
@@ -73,6 +110,8 @@ class _Handler:
         return "250 OK"
 
     async def handle_DATA(self, server: SMTP, session: Session, envelope: Envelope) -> str:
+        if self.owner.gate is not None:
+            await self.owner.gate.hold()
         if self.owner.fail_data_code:
             return f"{self.owner.fail_data_code} Requested action aborted (test)"
         raw = envelope.original_content or envelope.content
@@ -100,6 +139,7 @@ class CaptureSMTP:
         implicit_tls: bool = False,
         reject_rcpt: tuple[str, ...] = (),
         fail_data_code: int | None = None,
+        gate: Gate | None = None,
     ) -> None:
         self.host = "127.0.0.1"
         self.port = free_port()
@@ -107,6 +147,7 @@ class CaptureSMTP:
         self.implicit_tls = implicit_tls
         self.reject_rcpt = {a.lower() for a in reject_rcpt}
         self.fail_data_code = fail_data_code
+        self.gate = gate
         self.messages: list[EmailMessage] = []
         self.envelopes: list[Received] = []
         self._lock = threading.Lock()

@@ -12,9 +12,15 @@ from imap_mcp.server.message_reader import MessageGone
 from imap_mcp.server.outgoing import Draft as OutgoingDraft
 from imap_mcp.server.outgoing import build_message, parse_address, parse_recipients, wire_bytes
 from imap_mcp.server.outgoing_mailbox import (
+    SENDING,
+    SentCopy,
     append_sent_copy,
+    claim_sent_copy,
+    earliest_copy,
     fetch_original,
+    finish_sent_copy,
     mark_answered,
+    remove_sent_copy,
     sent_copy_exists,
     sent_mailbox,
 )
@@ -83,3 +89,35 @@ def test_the_original_is_marked_answered(client: IMAPClient) -> None:
     mark_answered(client, ref)
     client.select_folder("INBOX", readonly=True)
     assert set(client.get_flags([ref.uid])[ref.uid]) == {b"\\Flagged", b"\\Answered"}
+
+
+def _lunch(message_id: str) -> bytes:
+    draft = OutgoingDraft(
+        sender=parse_address("demo@example.org", "From"),
+        recipients=parse_recipients(["alice@example.com"]),
+        subject="Lunch",
+        body="Noon?\n",
+    )
+    return wire_bytes(build_message(draft, message_id, dt.datetime.now(dt.UTC)))
+
+
+def test_the_earliest_claim_wins_and_a_later_one_is_removed_exactly(client: IMAPClient) -> None:
+    message_id, when = "<claim.imap-mcp@example.org>", dt.datetime.now(dt.UTC)
+    first = claim_sent_copy(client, "Sent", _lunch(message_id), when)
+    second = claim_sent_copy(client, "Sent", _lunch(message_id), when)
+    assert first is not None and second is not None and first.uid < second.uid
+    assert earliest_copy(client, "Sent", message_id) == SentCopy(first.uid, in_progress=True)
+    remove_sent_copy(client, second)
+    finish_sent_copy(client, first)
+    client.select_folder("Sent", readonly=True)
+    assert client.search(["HEADER", "Message-ID", message_id]) == [first.uid]
+    assert SENDING not in client.get_flags([first.uid])[first.uid]
+    assert earliest_copy(client, "Sent", message_id) == SentCopy(first.uid, in_progress=False)
+    assert earliest_copy(client, "Sent", "<other.imap-mcp@example.org>") is None
+
+
+def test_without_uidplus_nothing_is_claimed(client: IMAPClient) -> None:
+    client._cached_capabilities = tuple(c for c in client.capabilities() if c != b"UIDPLUS")
+    assert claim_sent_copy(client, "Sent", _lunch("<x.imap-mcp@example.org>"), dt.datetime.now(dt.UTC)) is None
+    client.select_folder("Sent", readonly=True)
+    assert client.search(["HEADER", "Message-ID", "<x.imap-mcp@example.org>"]) == []

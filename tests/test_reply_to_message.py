@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from harness import MODES, Account, Person, error_text, structured
+from harness import MODES, Account, Person, append_message, error_text, structured
 from imap_mcp.server.app import build_server
 from imap_mcp.server.config import load_settings
 from imap_mcp.server.message_ids import MessageRef
@@ -90,8 +90,30 @@ async def test_the_dialog_for_a_reply_never_shows_the_originals_subject_or_body(
     assert "Urgent" not in question and "IMPORTANT SYSTEM INSTRUCTION" not in question and "delete" not in question
     assert "a reply to a message in 'INBOX'" in question and "To: mallory@attacker.example" in question
     assert "'Re:' and the original message's subject (not shown here)" in question
+    assert "The recipients come from the original message's headers" in question
+    assert "Recipients, subject and body come from the caller" not in question
     assert "7 characters" in question
     assert smtp.messages[0]["Subject"] == "Re: Urgent: account notice" and result["status"] == "sent"
+
+
+async def test_a_line_separator_planted_in_the_originals_subject_becomes_a_space(
+    account: Account, sending_env: dict[str, str], smtp: CaptureSMTP, person: Person, sent_copies: SentCopies
+) -> None:
+    planted = (
+        b"From: Mallory <mallory@attacker.example>\r\nTo: demo@example.org\r\n"
+        b"Subject: =?utf-8?q?Overdue-7731=E2=80=A8Bcc=3A_eve=40evil=2Eexample?=\r\n"
+        b"Message-ID: <planted@attacker.example>\r\n\r\nPay now.\r\n"
+    )
+    uid = append_message(account, planted)
+    ref, _, _ = original_of(account, "Overdue-7731")
+    assert ref.uid == uid
+    async with Client(build_server(load_settings(sending_env)), mode="2026-07-28", elicitation_callback=person) as c:
+        result = structured(await c.call_tool("reply_to_message", {"id": ref.id, "body": BODY}))
+    assert result["status"] == "sent" and len(person.shown) == 1
+    [message] = smtp.messages
+    assert message["Subject"] == "Re: Overdue-7731 Bcc: eve@evil.example"
+    assert smtp.envelopes[0].rcpt_tos == ("mallory@attacker.example",)
+    assert sent_copies(result["message_id"]) == [(b"\\Seen",)]
 
 
 async def test_a_replayed_approved_reply_sends_nothing_more(

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
+import anyio
 import pytest
 from harness import MODES, Account, Person, error_text, pool_without, stdio_params, structured
 from imap_mcp.server.app import build_server
 from imap_mcp.server.config import load_settings
 from mcp import Client
-from mcp.types import ElicitResult, InputRequiredResult
-from smtp_capture import SENDER, CaptureSMTP
+from mcp.types import CallToolResult, ElicitResult, InputRequiredResult
+from smtp_capture import SENDER, CaptureSMTP, Gate
 
 pytestmark = pytest.mark.anyio
 
@@ -25,6 +26,9 @@ MESSAGE: dict[str, Any] = {
     "body": BODY,
 }
 YES = {"approval": ElicitResult(action="accept", content={"approve": True})}
+#: what every Message-ID imap-mcp makes for SENDER contains (a HEADER search matches substrings)
+OURS = ".imap-mcp@example.org>"
+CONCURRENT = 3
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -132,6 +136,107 @@ async def test_without_a_dialog_the_token_sends_once_and_a_replay_sends_nothing_
     assert len(smtp.messages) == 1
 
 
+async def _at_once(gate: Gate, call: Callable[[], Awaitable[CallToolResult]]) -> list[dict[str, Any]]:
+    """`call` made CONCURRENT times at the same time; each result once it has returned."""
+    results: list[dict[str, Any]] = []
+
+    async def one() -> None:
+        try:
+            results.append(structured(await call()))
+        finally:
+            gate.returned()
+
+    async with anyio.create_task_group() as group:
+        for _ in range(CONCURRENT):
+            group.start_soon(one)
+    return results
+
+
+def _sent_once(results: list[dict[str, Any]], smtp: CaptureSMTP) -> str:
+    """The one message sent: one result says sent, the others that another attempt is sending it."""
+    assert sorted(r["status"] for r in results) == ["being_sent"] * (CONCURRENT - 1) + ["sent"]
+    [message] = smtp.messages
+    assert {r["message_id"] for r in results} == {message["Message-ID"]}
+    return str(message["Message-ID"])
+
+
+@pytest.mark.parametrize("save_to_sent", [True, False], ids=["save-to-sent", "no-sent-copy"])
+async def test_concurrent_replays_of_an_approved_dialog_send_one_message(
+    save_to_sent: bool, account: Account, sent_copies: SentCopies
+) -> None:
+    gate = Gate(CONCURRENT)
+    arguments = {**MESSAGE, "save_to_sent": save_to_sent}
+    with CaptureSMTP(auth=(account.username, account.password), gate=gate) as smtp:
+        settings = load_settings(account.env(**smtp.env(), SMTP_FROM=SENDER))
+        async with Client(build_server(settings), mode="2026-07-28", elicitation_callback=Person()) as c:
+            asked = await c.session.call_tool("send_message", arguments, allow_input_required=True)
+            assert isinstance(asked, InputRequiredResult)
+            results = await _at_once(
+                gate,
+                lambda: c.session.call_tool(
+                    "send_message",
+                    arguments,
+                    allow_input_required=True,
+                    input_responses=YES,
+                    request_state=asked.request_state,
+                ),
+            )
+    message_id = _sent_once(results, smtp)
+    assert sent_copies(message_id) == ([(b"\\Seen",)] if save_to_sent else [])
+
+
+@pytest.mark.parametrize("save_to_sent", [True, False], ids=["save-to-sent", "no-sent-copy"])
+async def test_concurrent_uses_of_one_confirm_token_send_one_message(
+    save_to_sent: bool, account: Account, sent_copies: SentCopies
+) -> None:
+    gate = Gate(CONCURRENT)
+    arguments = {**MESSAGE, "save_to_sent": save_to_sent}
+    with CaptureSMTP(auth=(account.username, account.password), gate=gate) as smtp:
+        settings = load_settings(account.env(**smtp.env(), SMTP_FROM=SENDER))
+        async with Client(build_server(settings), mode="2026-07-28") as client:
+            pending = structured(await client.call_tool("send_message", arguments))
+            confirmed = {**arguments, "confirm_token": pending["confirm_token"]}
+            results = await _at_once(gate, lambda: client.call_tool("send_message", confirmed))
+    message_id = _sent_once(results, smtp)
+    assert sent_copies(message_id) == ([(b"\\Seen",)] if save_to_sent else [])
+
+
+async def test_a_failed_send_leaves_no_copy_in_sent_and_a_retry_of_the_approval_sends_it_once(
+    account: Account, sent_copies: SentCopies
+) -> None:
+    with CaptureSMTP(fail_data_code=451) as flaky:
+        settings = load_settings(account.env(**flaky.env(), SMTP_FROM=SENDER))
+        async with Client(build_server(settings), mode="2026-07-28", elicitation_callback=Person()) as c:
+            asked = await c.session.call_tool("send_message", MESSAGE, allow_input_required=True)
+            assert isinstance(asked, InputRequiredResult)
+            retry = {"input_responses": YES, "request_state": asked.request_state}
+            failed = await c.session.call_tool("send_message", MESSAGE, **retry)
+            assert "did not take the message (451" in error_text(failed)
+            assert sent_copies(OURS) == [] and flaky.messages == []
+            flaky.fail_data_code = None
+            sent = structured(await c.session.call_tool("send_message", MESSAGE, **retry))
+            again = structured(await c.session.call_tool("send_message", MESSAGE, **retry))
+    assert (sent["status"], again["status"]) == ("sent", "already_sent")
+    assert [m["Message-ID"] for m in flaky.messages] == [sent["message_id"]]
+    assert sent_copies(OURS) == [(b"\\Seen",)]
+
+
+async def test_without_uidplus_a_replay_after_the_send_still_sends_nothing_more(
+    account: Account, sending_env: dict[str, str], smtp: CaptureSMTP, sent_copies: SentCopies
+) -> None:
+    """No APPENDUID: Sent is checked before sending and the copy filed after it (concurrency not excluded)."""
+    pool = pool_without(account, capabilities=("UIDPLUS",))
+    server = build_server(load_settings(sending_env), pool=pool)  # type: ignore[arg-type]
+    async with Client(server, mode="2026-07-28") as client:
+        pending = structured(await client.call_tool("send_message", MESSAGE))
+        confirmed = {**MESSAGE, "confirm_token": pending["confirm_token"]}
+        sent = structured(await client.call_tool("send_message", confirmed))
+        replayed = structured(await client.call_tool("send_message", confirmed))
+    assert (sent["status"], replayed["status"]) == ("sent", "already_sent")
+    assert len(smtp.messages) == 1
+    assert sent_copies(sent["message_id"]) == [(b"\\Seen",)]
+
+
 @pytest.mark.parametrize(
     "bad",
     [
@@ -140,6 +245,11 @@ async def test_without_a_dialog_the_token_sends_once_and_a_replay_sends_nothing_
         pytest.param({"to": ["alice@example.com\r\nBcc: eve@evil.example"]}, id="crlf-in-to"),
         pytest.param({"cc": ["Bob\n <bob@example.net>"]}, id="lf-in-cc-name"),
         pytest.param({"bcc": ["eve@example.org\rX: y"]}, id="cr-in-bcc"),
+        pytest.param({"subject": "Hi\u2028Bcc: eve@evil.example"}, id="line-separator-in-subject"),
+        pytest.param({"subject": "Hi\u2029there"}, id="paragraph-separator-in-subject"),
+        pytest.param({"subject": "Hi\x85there"}, id="next-line-in-subject"),
+        pytest.param({"to": ["Alice\u2028 <alice@example.com>"]}, id="line-separator-in-to-name"),
+        pytest.param({"cc": ["Bob\x1c <bob@example.net>"]}, id="file-separator-in-cc-name"),
         pytest.param({"to": ["alice@example.com, eve@evil.example"]}, id="two-addresses-in-one"),
         pytest.param({"to": ["not-an-address"]}, id="no-domain"),
     ],
@@ -162,6 +272,7 @@ async def test_a_failed_send_after_approval_says_so_and_files_nothing(
             result = await client.call_tool("send_message", MESSAGE)
     assert "did not take the message (554" in error_text(result)
     assert len(person.shown) == 1
+    assert failing.messages == [] and sent_copies(OURS) == []
 
 
 async def test_without_smtp_host_the_sending_tools_are_not_offered(account: Account) -> None:

@@ -1,11 +1,29 @@
 """`send_message` and `reply_to_message`: mail leaves only after a person approved exactly it.
 
 Both go through the one guard (`protocol.Guard`), bound to the exact recipients, subject and
-body (`outgoing_approval`). Sent exactly once, with no state on the server: the Message-ID is
-derived from the approval the call carries (the sealed dialog state, or the confirm_token),
-so a replay of an approved call (a client or gateway sending the same retry twice) has the
-same Message-ID, finds it in the Sent mailbox, and sends nothing more. A pushed dialog
-(2025-11-25) carries nothing to replay: a repeated call asks the person again.
+body (`outgoing_approval`). The message is built before anyone is asked, so whatever cannot be
+written as mail is refused then, never after the approval.
+
+Sent exactly once, with no state on the server: the Message-ID is derived from the approval the
+call carries (the sealed dialog state, or the confirm_token), so every replay of an approved call
+(a client or gateway sending the same retry twice, even at the same time) builds the same message,
+and the IMAP server's Sent mailbox decides which attempt sends it:
+
+1. the attempt files its copy in Sent, read and marked `$ImapMcpSending`, and learns its UID
+   (APPENDUID);
+2. it searches Sent for the Message-ID: only the attempt whose copy has the lowest UID sends; any
+   other removes exactly its own copy and answers `already_sent` (that copy is no longer marked)
+   or `being_sent` (it still is: another attempt is sending it right now);
+3. after SMTP took the message the mark is cleared (`save_to_sent=false`: the copy is removed);
+   if SMTP failed the copy is removed, so a retry of the same approval can send it.
+
+With `save_to_sent=false` concurrent replays are still excluded, but once the copy is removed a
+later replay is recognised only if the provider files sent mail in Sent itself. An attempt
+interrupted between 1 and 3 leaves a marked copy behind, and replays of that approval answer
+`being_sent` until it expires. Without UIDPLUS there is no APPENDUID, and the tools fall back to
+checking Sent before sending and filing the copy after it: then a replay after the send is
+recognised, but concurrent replays are not excluded. A pushed dialog (2025-11-25) carries nothing
+to replay: a repeated call asks the person again.
 """
 
 from __future__ import annotations
@@ -13,6 +31,8 @@ from __future__ import annotations
 import datetime as dt
 import secrets
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from email.message import EmailMessage
 from typing import Annotated, Literal, TypeVar
 
 import anyio.to_thread
@@ -36,6 +56,7 @@ from ..outgoing import (
     OutgoingError,
     build_message,
     check_body,
+    check_buildable,
     check_subject,
     message_id_for,
     parse_address,
@@ -43,7 +64,19 @@ from ..outgoing import (
     wire_bytes,
 )
 from ..outgoing_approval import send_request
-from ..outgoing_mailbox import NoSentMailbox, append_sent_copy, fetch_original, mark_answered, sent_copy_exists
+from ..outgoing_mailbox import (
+    SENDING,
+    NoAppendUid,
+    NoSentMailbox,
+    append_sent_copy,
+    claim_sent_copy,
+    earliest_copy,
+    fetch_original,
+    finish_sent_copy,
+    mark_answered,
+    remove_sent_copy,
+    sent_copy_exists,
+)
 from ..outgoing_mailbox import sent_mailbox as find_sent_mailbox
 from ..outgoing_reply import reply_draft
 from ..smtp_send import SendFailed, send
@@ -56,7 +89,7 @@ T = TypeVar("T")
 SEND_TOOL = "send_message"
 REPLY_TOOL = "reply_to_message"
 #: refusals whose text is written for the model: what went wrong and what to do
-REFUSALS = (InvalidMessageId, StaleMessageId, MessageGone, NoSentMailbox)
+REFUSALS = (InvalidMessageId, StaleMessageId, MessageGone, NoSentMailbox, NoAppendUid)
 MAX_BODY_CHARS = 1_000_000
 
 ADDRESSES = "Addresses, each 'alice@example.com' or 'Alice <alice@example.com>'."
@@ -67,15 +100,17 @@ SaveToSent = Annotated[
     bool,
     Field(
         description="true: file a copy, marked read, in the Sent mailbox. Set false only when the provider files sent "
-        "mail itself (Gmail, Microsoft 365): the Sent copy is also how a repeated call is recognised."
+        "mail itself (Gmail, Microsoft 365): the Sent copy is also how a repeated call is recognised once the "
+        "message has gone out."
     ),
 ]
 
 
 class SendResult(BaseModel):
-    status: Literal["sent", "already_sent", "confirmation_required"] = Field(
+    status: Literal["sent", "already_sent", "being_sent", "confirmation_required"] = Field(
         description="sent: the message left now; already_sent: this approved message had been sent before, "
-        "nothing more was sent; confirmation_required: nothing was sent, repeat the call with confirm_token."
+        "nothing more was sent; being_sent: another attempt of this same approved call is sending it right now, "
+        "this one sent nothing; confirmation_required: nothing was sent, repeat the call with confirm_token."
     )
     message_id: str | None = Field(description="The Message-ID header of the message (null until approved).")
     recipients: int = Field(description="How many addresses (to, cc and bcc) the message was for.")
@@ -85,7 +120,9 @@ class SendResult(BaseModel):
     saved_to_sent: bool = Field(default=False, description="Whether a copy is in the Sent mailbox.")
     answered: bool | None = Field(default=None, description="For a reply: whether the original is marked answered.")
     problems: list[str] = Field(
-        default_factory=list, description="What went wrong after the message was sent (it was still sent)."
+        default_factory=list,
+        description="Follow-up steps that failed without changing the status: filing or updating the Sent copy, "
+        "marking the original answered, removing this call's own unsent copy.",
     )
     approved_by: Literal["dialog", "push", "token"] | None = Field(
         default=None,
@@ -113,8 +150,40 @@ def _nothing_sent(exc: Exception) -> ToolError:
     return ToolError(f"Nothing was sent: {exc}")
 
 
+@dataclass(frozen=True)
+class _Attempt:
+    """One attempt at sending an approved message: the message, built once, and where its copy goes."""
+
+    message_id: str
+    message: EmailMessage
+    wire: bytes
+    when: dt.datetime
+    envelope: list[str]
+    sent_box: str
+    save_to_sent: bool
+    channel: Channel
+
+    def sent(self, refused: dict[str, str]) -> SendResult:
+        return SendResult(
+            status="sent",
+            message_id=self.message_id,
+            recipients=len(self.envelope),
+            refused=refused,
+            approved_by=self.channel.value,
+        )
+
+    def held_back(self, in_progress: bool) -> SendResult:
+        """Another attempt sent this message, or is sending it right now: this one sends nothing."""
+        return SendResult(
+            status="being_sent" if in_progress else "already_sent",
+            message_id=self.message_id,
+            recipients=len(self.envelope),
+            saved_to_sent=not in_progress,
+        )
+
+
 class Sender:
-    """Everything the two tools share: ask, check the Sent record, send, file, report."""
+    """Everything the two tools share: ask, let the Sent mailbox pick the one attempt that sends, send, report."""
 
     def __init__(self, pool: ImapPool, smtp: SmtpSettings, guard: Guard) -> None:
         self.pool = pool
@@ -135,6 +204,10 @@ class Sender:
         confirm_token: str | None,
     ) -> CallToolResult | InputRequiredResult:
         sent_box = await _on_mailbox(self.pool, find_sent_mailbox)  # before asking: without it nothing is sent
+        try:
+            check_buildable(draft)  # before asking: what cannot be written as mail is refused now
+        except OutgoingError as exc:
+            raise _nothing_sent(exc) from None
         request = send_request(tool, self.pool.settings.account, draft, original)
         decision = await self.guard.approve(ctx, request, confirm_token)
         count = len(draft.recipients.everyone)
@@ -146,10 +219,11 @@ class Sender:
             )
             return text_result(decision.text, pending)
         message_id = message_id_for(_approval_evidence(ctx, decision, confirm_token), self.from_address)
-        if await _on_mailbox(self.pool, lambda c: sent_copy_exists(c, sent_box, message_id)):
-            done = SendResult(status="already_sent", message_id=message_id, recipients=count, saved_to_sent=True)
-            return text_result(f"Already sent earlier, nothing more was sent: {request.summary}.", done)
-        result = await self._deliver(draft, message_id, save_to_sent, sent_box, decision.channel)
+        attempt = _attempt(draft, message_id, sent_box, save_to_sent, decision.channel)
+        result = await self._send_once(attempt)
+        if result.status != "sent":
+            get_logger().info("send held back: %s message_id=%s status=%s", request.tool, message_id, result.status)
+            return text_result(_describe_held_back(request.summary, result, save_to_sent), result)
         if original is not None:
             result.answered = await self._mark_answered(original, result)
         get_logger().info(
@@ -162,32 +236,85 @@ class Sender:
         )
         return text_result(_describe(request.summary, result), result)
 
-    async def _deliver(
-        self, draft: Draft, message_id: str, save_to_sent: bool, sent_box: str, channel: Channel
-    ) -> SendResult:
-        when = dt.datetime.now(dt.UTC)
-        message = build_message(draft, message_id, when)
-        envelope = [a.addr_spec for a in draft.recipients.everyone]
-        try:
-            refused = await anyio.to_thread.run_sync(send, self.smtp, message, envelope)
-        except SendFailed as exc:
-            raise ToolError(str(exc)) from None
-        result = SendResult(
-            status="sent",
-            message_id=message_id,
-            recipients=len(envelope),
-            refused=refused,
-            approved_by=channel.value,
+    async def _send_once(self, attempt: _Attempt) -> SendResult:
+        """File the in-progress copy first; without UIDPLUS (no APPENDUID) check Sent, send, then file."""
+        copy = await _on_mailbox(
+            self.pool, lambda c: claim_sent_copy(c, attempt.sent_box, attempt.wire, attempt.when), retry=False
         )
-        if save_to_sent:
+        if copy is None:
+            return await self._check_then_send(attempt)
+        return await self._send_claimed(attempt, copy)
+
+    async def _send_claimed(self, attempt: _Attempt, copy: MessageRef) -> SendResult:
+        """Send only if `copy` is the earliest with its Message-ID; an attempt that sends nothing leaves no copy."""
+        try:
+            earliest = await _on_mailbox(self.pool, lambda c: earliest_copy(c, copy.mailbox, attempt.message_id))
+            if earliest is None:
+                raise ToolError(
+                    f"Nothing was sent: the copy this call filed in {copy.mailbox!r} to mark the send in progress "
+                    "disappeared (another mail client removed it?). Call again."
+                )
+            if earliest.uid != copy.uid:
+                held_back = attempt.held_back(earliest.in_progress)
+                await self._withdraw(copy, held_back.problems)
+                return held_back
+            refused = await self._smtp(attempt)
+        except ToolError as exc:
+            problems: list[str] = []
+            await self._withdraw(copy, problems)
+            raise ToolError(" ".join([str(exc), *problems])) from None
+        result = attempt.sent(refused)
+        await self._settle(copy, attempt.save_to_sent, result)
+        return result
+
+    async def _check_then_send(self, attempt: _Attempt) -> SendResult:
+        """Without UIDPLUS: a replay after the send is recognised, concurrent replays are not excluded."""
+        if await _on_mailbox(self.pool, lambda c: sent_copy_exists(c, attempt.sent_box, attempt.message_id)):
+            return attempt.held_back(in_progress=False)
+        result = attempt.sent(await self._smtp(attempt))
+        if attempt.save_to_sent:
             try:
                 await on_mailbox(
-                    self.pool, lambda c: append_sent_copy(c, sent_box, wire_bytes(message), when), retry=False
+                    self.pool, lambda c: append_sent_copy(c, attempt.sent_box, attempt.wire, attempt.when), retry=False
                 )
                 result.saved_to_sent = True
             except ToolError as exc:
-                result.problems.append(f"The message was sent, but filing its copy in {sent_box!r} failed: {exc}")
+                result.problems.append(
+                    f"The message was sent, but filing its copy in {attempt.sent_box!r} failed: {exc}"
+                )
         return result
+
+    async def _smtp(self, attempt: _Attempt) -> dict[str, str]:
+        try:
+            return await anyio.to_thread.run_sync(send, self.smtp, attempt.message, attempt.envelope)
+        except SendFailed as exc:
+            raise ToolError(str(exc)) from None
+
+    async def _withdraw(self, copy: MessageRef, problems: list[str]) -> None:
+        """Remove this attempt's own copy, which stands for nothing sent; a failure is noted, not raised."""
+        try:
+            await on_mailbox(self.pool, lambda c: remove_sent_copy(c, copy))
+        except (ToolError, *REFUSALS) as exc:
+            problems.append(
+                f"This call's own copy in {copy.mailbox!r} (UID {copy.uid}, marked {SENDING.decode()}) could not be "
+                f"removed ({exc}); delete it there, since it stands for nothing sent."
+            )
+
+    async def _settle(self, copy: MessageRef, save_to_sent: bool, result: SendResult) -> None:
+        """After the send: keep the copy as the record with its mark cleared, or (`save_to_sent=false`) remove it."""
+        try:
+            if save_to_sent:
+                await on_mailbox(self.pool, lambda c: finish_sent_copy(c, copy))
+            else:
+                await on_mailbox(self.pool, lambda c: remove_sent_copy(c, copy))
+        except (ToolError, *REFUSALS) as exc:
+            change = f"clearing its {SENDING.decode()} mark" if save_to_sent else "removing it (save_to_sent=false)"
+            result.problems.append(
+                f"The message was sent, but its copy in {copy.mailbox!r} (UID {copy.uid}) is left as it was: "
+                f"{change} failed ({exc})."
+            )
+            return
+        result.saved_to_sent = save_to_sent
 
     async def _mark_answered(self, original: MessageRef, result: SendResult) -> bool:
         try:
@@ -198,12 +325,45 @@ class Sender:
         return True
 
 
+def _attempt(draft: Draft, message_id: str, sent_box: str, save_to_sent: bool, channel: Channel) -> _Attempt:
+    when = dt.datetime.now(dt.UTC)
+    message = build_message(draft, message_id, when)
+    return _Attempt(
+        message_id=message_id,
+        message=message,
+        wire=wire_bytes(message),
+        when=when,
+        envelope=[a.addr_spec for a in draft.recipients.everyone],
+        sent_box=sent_box,
+        save_to_sent=save_to_sent,
+        channel=channel,
+    )
+
+
 def _describe(summary: str, result: SendResult) -> str:
     text = f"Sent ({result.approved_by}): {summary}. Message-ID {result.message_id}."
     if result.refused:
         text += f" The SMTP server refused {len(result.refused)} recipient(s): " + ", ".join(result.refused) + "."
     if result.saved_to_sent:
         text += " A copy is in the Sent mailbox."
+    return " ".join([text, *result.problems])
+
+
+def _describe_held_back(summary: str, result: SendResult, save_to_sent: bool) -> str:
+    if result.status == "already_sent":
+        text = f"Already sent earlier, nothing more was sent: {summary}."
+    elif save_to_sent:
+        text = (
+            f"Another attempt of this same approved call is sending it right now; this one sent nothing: {summary}. "
+            "Call again to learn the outcome: it answers already_sent once the message is out, and sends it if "
+            "that attempt failed."
+        )
+    else:
+        text = (
+            f"Another attempt of this same approved call is sending it right now; this one sent nothing: {summary}. "
+            "Do not call again to check: with save_to_sent=false a later call cannot tell that it went out unless "
+            "the provider files sent mail in Sent itself."
+        )
     return " ".join([text, *result.problems])
 
 
