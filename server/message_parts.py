@@ -1,7 +1,7 @@
 """A message's MIME structure, read from IMAP BODYSTRUCTURE without downloading the message.
 
 `parse_structure` turns imapclient's BODYSTRUCTURE into `Part`s (leaves, with IMAP part ids such
-as "1" or "2.1"). `body_part` picks the part a person would read (text/plain, else text/html),
+as "1" or "2.1"). `body_part` picks the part a person would read (text/plain or text/html),
 `attachments` lists the rest. `decode_body` turns the raw (possibly partial) bytes of a part into
 text, and `decoded_stream` decodes a part fetched in pieces, so neither ever needs the whole message.
 """
@@ -35,8 +35,9 @@ class Part:
     filename: str | None = None
 
     @property
-    def charset(self) -> str:
-        return self.params.get("charset", "us-ascii")
+    def charset(self) -> str | None:
+        """The declared charset, or None when the part declares none."""
+        return self.params.get("charset") or None
 
     @property
     def decoded_size(self) -> int:
@@ -153,23 +154,29 @@ def leaves(node: Node) -> Iterator[Part]:
         yield from leaves(child)
 
 
-def _readable(node: Node, html: bool) -> Part | None:
-    """The first part a person would read, of the wanted kind (text/plain, or text/html when `html`)."""
-    wanted = "text/html" if html else "text/plain"
-    if node.part is not None:
-        part = node.part
-        return part if part.content_type == wanted and not part.is_attachment else None
-    candidates = node.children[:1] if node.subtype not in ("alternative", "mixed") else node.children
-    for child in candidates:
-        found = _readable(child, html)
-        if found is not None:
-            return found
-    return None
+READABLE_TYPES = ("text/plain", "text/html")
+
+
+def _first_readable(children: tuple[Node, ...]) -> Part | None:
+    return next((found for found in map(body_part, children) if found is not None), None)
 
 
 def body_part(node: Node) -> Part | None:
-    """The text part to show: text/plain where there is one, else text/html (converted to text)."""
-    return _readable(node, html=False) or _readable(node, html=True)
+    """The text part a person would read: text/plain or text/html (converted to text), not an attachment.
+
+    Only the choices of a multipart/alternative are equivalent, so only there is plain text
+    preferred over HTML. In multipart/mixed the first readable part, of either type, is the body:
+    an HTML message with a plain-text footer (as mailing lists add) shows the HTML, not the footer.
+    Any other multipart (related, signed, …) is read through its first part, its root.
+    """
+    if node.part is not None:
+        part = node.part
+        return part if part.content_type in READABLE_TYPES and not part.is_attachment else None
+    if node.subtype == "alternative":
+        choices = [found for found in map(body_part, node.children) if found is not None]
+        plain = [part for part in choices if part.content_type == "text/plain"]
+        return (plain or choices or [None])[0]
+    return _first_readable(node.children if node.subtype == "mixed" else node.children[:1])
 
 
 def attachments(node: Node) -> list[Part]:
@@ -211,11 +218,27 @@ def _codec(charset: str) -> str:
         return "utf-8"
 
 
+def _guessed_text(raw: bytes, complete: bool) -> str:
+    """Text of a part that declares no charset (or US-ASCII): UTF-8 when the bytes are valid UTF-8, else Windows-1252.
+
+    RFC 2045's default, US-ASCII, would turn every 8-bit byte into "�", and undeclared 8-bit text is
+    in practice UTF-8 or, from older mailers, Windows-1252 (a superset of Latin-1's printable range).
+    ASCII is valid UTF-8, so a part that really is US-ASCII reads the same either way.
+    """
+    try:
+        return codecs.getincrementaldecoder("utf-8")(errors="strict").decode(raw, final=complete)
+    except UnicodeDecodeError:
+        return raw.decode("cp1252", "replace")
+
+
 def decode_body(data: bytes, part: Part, complete: bool) -> str:
     """Text from the raw bytes of `part`; with `complete=False` a cut-off character at the end is dropped."""
     raw = _undo_transfer_encoding(data, part.encoding, complete)
-    decoder = codecs.getincrementaldecoder(_codec(part.charset))(errors="replace")
-    return decoder.decode(raw, final=complete).replace("\r\n", "\n")
+    if part.charset is None or _codec(part.charset) == "ascii":
+        text = _guessed_text(raw, complete)
+    else:
+        text = codecs.getincrementaldecoder(_codec(part.charset))(errors="replace").decode(raw, final=complete)
+    return text.replace("\r\n", "\n")
 
 
 def decoded_stream(chunks: Iterator[bytes], encoding: str) -> Iterator[bytes]:

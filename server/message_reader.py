@@ -8,7 +8,7 @@ chosen text part, and of that only as many bytes as `max_chars` characters can n
 from __future__ import annotations
 
 from email.message import Message
-from email.parser import BytesHeaderParser
+from email.parser import HeaderParser
 from email.policy import compat32
 from typing import Any
 
@@ -94,8 +94,19 @@ def _header(message: Message, name: str) -> str:
     return " ".join(decode_words(message.get(name, "")).split())
 
 
+def header_text(raw: bytes) -> str:
+    """Header bytes as text: raw UTF-8 (RFC 6532, and what most mailers send unencoded), else Latin-1.
+
+    The email package's byte parser would turn every non-ASCII byte into a surrogate and show "��".
+    """
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw.decode("latin-1")
+
+
 def parse_headers(raw: bytes) -> Headers:
-    message = BytesHeaderParser(policy=compat32).parsebytes(raw)
+    message = HeaderParser(policy=compat32).parsestr(header_text(raw))
     return Headers(
         sender=_header(message, "From"),
         to=_header(message, "To"),

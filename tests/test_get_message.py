@@ -238,3 +238,51 @@ def test_an_unsolicited_fetch_without_uid_never_lends_its_flags_to_a_uid(empty_a
         other.logout()
     assert (uids[2], uids[3]) == (3, 4)
     assert list(found) == [uids[2]] and b"\\Flagged" not in found[uids[2]][b"FLAGS"]
+
+
+async def get_appended(account: Account, raw: bytes) -> dict[str, Any]:
+    uid = append_message(account, raw)
+    async with Client(build_server(account.settings())) as client:
+        return await read(client, mailbox="INBOX", uid=uid)
+
+
+@pytest.mark.parametrize(
+    ("encoding", "subject", "sender"),
+    [
+        pytest.param("utf-8", "Grüße roh, ohne Kodierung", "Jörg Müller <joerg@example.de>", id="raw-utf-8"),
+        pytest.param("latin-1", "Grüße in Latin-1", "Jörg Müller <joerg@example.de>", id="raw-latin-1"),
+    ],
+)
+async def test_raw_8bit_headers_are_read_as_written(account: Account, encoding: str, subject: str, sender: str) -> None:
+    head = f"From: {sender}\r\nTo: demo@example.org\r\nSubject: {subject}\r\n"
+    raw = head.encode(encoding) + b"MIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nHallo\r\n"
+    message = await get_appended(account, raw)
+    assert (message["headers"]["subject"], message["headers"]["from"]) == (subject, sender)
+
+
+async def test_an_html_message_with_a_plain_text_footer_shows_the_html(account: Account) -> None:
+    raw = (
+        b"From: list@example.com\r\nSubject: list mail\r\nMIME-Version: 1.0\r\n"
+        b"Content-Type: multipart/mixed; boundary=XX\r\n\r\n"
+        b"--XX\r\nContent-Type: text/html; charset=utf-8\r\n\r\n<p>The real message body</p>\r\n"
+        b"--XX\r\nContent-Type: text/plain; charset=us-ascii\r\n\r\n___\r\nlist footer: unsubscribe\r\n--XX--\r\n"
+    )
+    message = await get_appended(account, raw)
+    assert message["body_format"] == "text/html"
+    assert message["body"]["text"].strip() == "The real message body"
+
+
+@pytest.mark.parametrize(
+    ("content_type", "body", "expected"),
+    [
+        pytest.param("text/html", "<p>Schöne Grüße</p>".encode(), "Schöne Grüße", id="html-utf-8"),
+        pytest.param("text/plain", "Schöne Grüße".encode(), "Schöne Grüße", id="plain-utf-8"),
+        pytest.param("text/plain", "Schöne Grüße, 5 €".encode("cp1252"), "Schöne Grüße, 5 €", id="plain-cp1252"),
+    ],
+)
+async def test_a_text_part_without_a_charset_is_read_as_utf_8_else_windows_1252(
+    account: Account, content_type: str, body: bytes, expected: str
+) -> None:
+    head = f"From: h@example.com\r\nSubject: no charset\r\nMIME-Version: 1.0\r\nContent-Type: {content_type}\r\n"
+    message = await get_appended(account, head.encode() + b"Content-Transfer-Encoding: 8bit\r\n\r\n" + body + b"\r\n")
+    assert message["body"]["text"].strip() == expected
