@@ -79,3 +79,45 @@ async def test_order_totals_and_filters_match_the_sort_path(limited_account: Acc
         dated = await search(client, since="2026-10-02", before="2026-10-05")
         assert [m["subject"] for m in dated["messages"]] == ["Team lunch on Friday?", "Delivered late"]
         assert (await search(client, subject="no such words"))["total"] == 0
+
+
+def account_with_ties(server: Dovecot) -> Account:
+    """Three messages received in the same second, then one received a day earlier but appended last."""
+    account = new_account(server)
+    client = account.imap()
+    tie = dt.datetime(2026, 10, 20, 8, tzinfo=dt.UTC)
+    try:
+        for n in range(3):
+            client.append("INBOX", f"Subject: tie {n}\r\nFrom: tie@example.com\r\n\r\nx\r\n".encode(), msg_time=tie)
+        client.append(
+            "INBOX", b"Subject: older\r\nFrom: tie@example.com\r\n\r\nx\r\n", msg_time=tie - dt.timedelta(days=1)
+        )
+    finally:
+        client.logout()
+    return account
+
+
+async def test_equal_dates_page_alike_with_and_without_sort(dovecot: Dovecot, limited_dovecot: Dovecot) -> None:
+    """RFC 5256: REVERSE reverses the key only; messages with equal dates stay in mailbox (UID) order."""
+    orders = []
+    for server in (dovecot, limited_dovecot):
+        async with Client(build_server(account_with_ties(server).settings())) as client:
+            pages = [await search(client, offset=offset, limit=2) for offset in (0, 2)]
+        orders.append([m["subject"] for p in pages for m in p["messages"]])
+    assert orders[0] == orders[1] == ["tie 0", "tie 1", "tie 2", "older"]
+
+
+async def test_search_values_with_imap_syntax_are_strings_here_too(limited_account: Account) -> None:
+    client = limited_account.imap()
+    try:
+        for subject in ("Agenda (draft)", "Count {5} items", "Entwurf (Änderung)"):
+            client.append("INBOX", f"Subject: {subject}\r\nFrom: s@example.com\r\n\r\nx\r\n".encode())
+    finally:
+        client.logout()
+    async with Client(build_server(limited_account.settings())) as mcp_client:
+        found = [await search(mcp_client, subject=s) for s in ("(draft)", "{5}", "(Änderung)")]
+    assert [[m["subject"] for m in page["messages"]] for page in found] == [
+        ["Agenda (draft)"],
+        ["Count {5} items"],
+        ["Entwurf (Änderung)"],
+    ]
