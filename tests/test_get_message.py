@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from email.message import EmailMessage
 from typing import Any
 
@@ -125,11 +126,16 @@ async def test_max_chars_cuts_the_body_and_says_so(account: Account) -> None:
 
 
 async def test_a_large_body_is_read_only_in_part(account: Account) -> None:
-    """A 6 MB quoted-printable body, asked for 1,000 characters: well under 100 KB leaves the server."""
+    """A 6 MB quoted-printable body, asked for 1,000 characters: well under 100 KB leaves the server.
+
+    The same test downloads the whole message once more and measures it the same way, so a
+    measurement that could not see a full download would fail here too.
+    """
     big = EmailMessage()
     big["Subject"] = "Huge log"
     big.set_content(("Zeile mit Umlauten äöü und Text " * 3 + "\n") * 60_000, cte="quoted-printable")
     uid = append_message(account, big.as_bytes())
+    earlier = ended_sessions(account, wait_for=None)
     pool = ImapPool(account.imap_settings())
     async with Client(build_server(account.settings(), pool=pool)) as client:
         message = await read(client, mailbox="INBOX", uid=uid, max_chars=1000)
@@ -137,13 +143,34 @@ async def test_a_large_body_is_read_only_in_part(account: Account) -> None:
     assert len(message["body"]["text"]) == 1000 and message["body"]["text"].startswith("Zeile mit Umlauten äöü")
     assert message["truncated"] is True and message["full_length_exact"] is False
     assert 4_000_000 < message["full_length"] < 8_000_000
-    assert bytes_sent_to(account) < 100_000
+    partial = ended_sessions(account, wait_for=len(earlier) + pool.opened)
+    assert sum(out for session, out in partial.items() if session not in earlier) < 100_000
+
+    whole = account.imap()
+    whole.select_folder("INBOX", readonly=True)
+    whole.fetch([uid], ["BODY.PEEK[]"])
+    whole.logout()
+    control = ended_sessions(account, wait_for=len(partial) + 1)
+    assert sum(out for session, out in control.items() if session not in partial) > 6_000_000
 
 
-def bytes_sent_to(account: Account) -> int:
-    """Bytes Dovecot sent in the account's sessions that have ended ("Logged out in=… out=…" log lines)."""
-    log = account.dovecot.log_file.read_text(errors="replace")
-    return sum(int(n) for n in re.findall(rf"imap\({account.username}\).*Logged out in=\d+ out=(\d+)", log))
+def ended_sessions(account: Account, wait_for: int | None, seconds: float = 5.0) -> dict[str, int]:
+    """Bytes Dovecot sent in each of the account's ended sessions, by session id ("Logged out … out=…").
+
+    Dovecot writes a session's logout line a moment after the client has gone, so this waits (at
+    most `seconds`) until `wait_for` sessions have ended, or with None until every session that
+    logged in has; it fails rather than count too few.
+    """
+    deadline = time.monotonic() + seconds
+    while True:
+        log = account.dovecot.log_file.read_text(errors="replace")
+        logins = re.findall(rf"Login: user=<{account.username}>.*session=<([^>]+)>", log)
+        ended = dict(re.findall(rf"imap\({account.username}\)<\d+><([^>]+)>:.*Logged out in=\d+ out=(\d+)", log))
+        expected = len(logins) if wait_for is None else wait_for
+        if len(ended) >= expected:
+            return {session: int(out) for session, out in ended.items()}
+        assert time.monotonic() < deadline, f"Dovecot logged {len(ended)} ended sessions, expected {expected}"
+        time.sleep(0.05)
 
 
 async def test_the_deprecated_mailbox_and_uid_still_work(account: Account) -> None:
