@@ -1,9 +1,11 @@
 """A bounded pool of logged-in IMAP connections for one account.
 
 It is a cache only: every operation is given a connection that is logged in and not in use
-by anyone else, and no result depends on which connection it was. Idle connections are
-closed after `idle_seconds`; one idle for more than `check_after` seconds gets a NOOP before
-it is handed out. An operation that fails because a reused connection had been dropped is
+by anyone else, and no result depends on which connection it was. A connection idle for more
+than `idle_seconds` is closed: by a small daemon thread (the reaper, started with the first idle
+connection, waking every `idle_seconds / 2`, gone once nothing is idle or `close_all` runs), and
+in any case before a connection would be handed out. One idle for more than `check_after`
+seconds gets a NOOP before it is handed out. An operation that fails because a reused connection had been dropped is
 run once more on a fresh one.
 
 An `InMailbox` operation reads one mailbox. The pool EXAMINEs it (read-only, so nothing it
@@ -25,7 +27,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 import anyio.to_thread
 from imapclient import IMAPClient
@@ -66,8 +68,9 @@ class InMailbox(Generic[T]):
     mailbox: str
     read: Callable[[IMAPClient, Examined], T]
 
-    def __call__(self, client: IMAPClient) -> T:
-        return self.read(client, examine(client, self.mailbox))
+
+#: what the pool runs: a plain operation on a client of its own, or a read of one mailbox
+Operation = Callable[[IMAPClient], T] | InMailbox[T]
 
 
 def examine(client: IMAPClient, mailbox: str) -> Examined:
@@ -97,6 +100,12 @@ def _current_uidvalidity(client: IMAPClient, mailbox: str) -> int | None:
     return int(status[b"UIDVALIDITY"])
 
 
+@dataclass(frozen=True)
+class _Reaper:
+    thread: threading.Thread
+    stop: threading.Event
+
+
 @dataclass
 class _Connection:
     client: IMAPClient
@@ -120,14 +129,20 @@ class ImapPool:
         self._slots = threading.BoundedSemaphore(max_size)
         self._idle_seconds = idle_seconds
         self._check_after = check_after
+        self._reaper: _Reaper | None = None  #: the running reaper, if any
         self.opened = 0  #: connections opened so far (for tests and benchmarks)
         self.examines = 0  #: EXAMINE commands sent for `InMailbox` operations (for tests and benchmarks)
+
+    def _expired(self, now: float) -> list[_Connection]:
+        """Take the connections idle for longer than `idle_seconds` out of the pool; call with the lock held."""
+        expired = [c for c in self._idle if now - c.since > self._idle_seconds]
+        self._idle = [c for c in self._idle if now - c.since <= self._idle_seconds]
+        return expired
 
     def _take_idle(self) -> _Connection | None:
         now = time.monotonic()
         with self._lock:
-            expired = [c for c in self._idle if now - c.since > self._idle_seconds]
-            self._idle = [c for c in self._idle if now - c.since <= self._idle_seconds]
+            expired = self._expired(now)
             chosen = self._idle.pop() if self._idle else None
         for item in expired:
             close(item.client)
@@ -152,6 +167,27 @@ class ImapPool:
         connection.since = time.monotonic()
         with self._lock:
             self._idle.append(connection)
+            if self._reaper is not None:
+                return
+            stop = threading.Event()
+            thread = threading.Thread(
+                target=self._reap, args=(stop,), name=f"imap-pool-reaper {self.settings.account}", daemon=True
+            )
+            self._reaper = _Reaper(thread, stop)
+        thread.start()
+
+    def _reap(self, stop: threading.Event) -> None:
+        """The reaper thread: close expired idle connections until nothing is idle or `stop` is set."""
+        while not stop.wait(max(self._idle_seconds / 2, 0.05)):
+            with self._lock:
+                expired = self._expired(time.monotonic())
+                done = not self._idle
+                if done and self._reaper is not None and self._reaper.stop is stop:
+                    self._reaper = None
+            for item in expired:
+                close(item.client)
+            if done:
+                return
 
     def _examined(self, connection: _Connection, mailbox: str) -> Examined:
         """`mailbox` examined on `connection`, re-EXAMINEd unless the server confirms the remembered UIDVALIDITY."""
@@ -171,14 +207,13 @@ class ImapPool:
         connection.examined = fresh
         return fresh
 
-    def _attempt(self, connection: _Connection, operation: Callable[[IMAPClient], T]) -> T:
+    def _attempt(self, connection: _Connection, operation: Operation[T]) -> T:
         if isinstance(operation, InMailbox):
-            reading: InMailbox[Any] = operation
-            return reading.read(connection.client, self._examined(connection, reading.mailbox))
+            return operation.read(connection.client, self._examined(connection, operation.mailbox))
         connection.examined = None  # the operation may select anything
         return operation(connection.client)
 
-    def run_sync(self, operation: Callable[[IMAPClient], T], retry: bool = True) -> T:
+    def run_sync(self, operation: Operation[T], retry: bool = True) -> T:
         """Run `operation` on a connection of its own; retry once on a fresh one if a reused one dropped.
 
         Pass `retry=False` for an operation that must not run twice (an APPEND, a send).
@@ -214,12 +249,17 @@ class ImapPool:
             self._give_back(connection)
             return result
 
-    async def run(self, operation: Callable[[IMAPClient], T], retry: bool = True) -> T:
+    async def run(self, operation: Operation[T], retry: bool = True) -> T:
         """`run_sync` in a worker thread, so the event loop never waits on the network."""
         return await anyio.to_thread.run_sync(self.run_sync, operation, retry)
 
     def close_all(self) -> None:
+        """Close every idle connection and stop the reaper (a connection still in use rejoins the pool later)."""
         with self._lock:
             idle, self._idle = self._idle, []
+            reaper, self._reaper = self._reaper, None
+        if reaper is not None:
+            reaper.stop.set()
+            reaper.thread.join(self.settings.timeout)
         for item in idle:
             close(item.client)
