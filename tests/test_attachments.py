@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import os
+import socket
 from dataclasses import replace
 from email.message import EmailMessage
 from pathlib import Path
@@ -13,8 +14,12 @@ import pytest
 from harness import Account, append_message, error_text, structured
 from imap_mcp.server.app import build_server
 from imap_mcp.server.attachments import INLINE_LIMIT_BYTES
+from imap_mcp.server.config import ImapSettings
+from imap_mcp.server.imap_connection import connect
+from imap_mcp.server.imap_pool import ImapPool
 from imap_mcp.server.message_ids import decode_id
 from imap_mcp.server.sample_mail import TINY_PNG
+from imapclient import IMAPClient
 from mcp import Client
 from mcp.types import EmbeddedResource
 
@@ -160,3 +165,38 @@ async def test_a_stale_or_malformed_id_is_refused(account: Account) -> None:
         assert "not a message id" in error_text(await client.call_tool("get_attachments", {"id": "imap.zz"}))
         bad_part = {"id": message_id, "part_ids": ["../1"]}
         assert "pattern" in error_text(await client.call_tool("get_attachments", bad_part))
+
+
+class DropsOnPart:
+    """A connector whose connections drop (the socket shut down) when `armed` and part `part_id` is fetched."""
+
+    def __init__(self, part_id: str) -> None:
+        self.item = f"BODY.PEEK[{part_id}]"
+        self.armed = False
+
+    def __call__(self, settings: ImapSettings) -> IMAPClient:
+        client = connect(settings)
+        command = client._imap._command
+
+        def dropping(name: str, *args: str) -> Any:
+            if self.armed and name == "UID" and args[0] == "FETCH" and self.item in args[2]:
+                self.armed = False
+                client._imap.sock.shutdown(socket.SHUT_RDWR)
+            return command(name, *args)
+
+        client._imap._command = dropping
+        return client
+
+
+async def test_a_download_cut_off_by_a_dropped_connection_is_not_run_again(account: Account, tmp_path: Path) -> None:
+    """Running it again on a fresh connection would write the first file a second time, as "first (1).bin"."""
+    uid = append_message(account, message_with(("first.bin", b"one"), ("second.bin", b"two")))
+    drops = DropsOnPart("3")
+    pool = ImapPool(account.imap_settings(), connector=drops)
+    async with Client(build_server(with_download_dir(account, tmp_path), pool=pool)) as client:
+        structured(await client.call_tool("search_messages", {}))  # the connection is now a reused one
+        drops.armed = True
+        text = error_text(await client.call_tool("get_attachments", {"mailbox": "INBOX", "uid": uid}))
+    pool.close_all()
+    assert "connection to the IMAP server" in text and "lost" in text
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["first.bin"]

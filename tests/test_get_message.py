@@ -212,6 +212,19 @@ async def test_an_id_from_a_deleted_and_recreated_mailbox_is_refused(account: Ac
     assert "stale" in text
 
 
+async def test_an_id_whose_mailbox_was_deleted_says_so(account: Account) -> None:
+    async with Client(build_server(account.settings())) as client:
+        old_id = (await ids_by_subject(client, "Projects/Entwürfe"))["Entwurf der Präsentation"]
+        direct = account.imap()
+        direct.delete_folder("Projects/Entwürfe")
+        direct.logout()
+        texts = [
+            error_text(await client.call_tool(tool, {"id": old_id})) for tool in ("get_message", "get_attachments")
+        ]
+    for text in texts:
+        assert "'Projects/Entwürfe', no longer exists" in text and "Search again" in text
+
+
 @pytest.mark.parametrize(
     ("arguments", "says"),
     [

@@ -46,6 +46,8 @@ SEARCH_TITLE = "Search messages"
 GET_MESSAGE_TITLE = "Read a message"
 ATTACHMENTS_TITLE = "Get attachments"
 DEFAULT_MAX_CHARS = 20_000
+#: the earliest year `since`/`before` accept; IMAP servers refuse (BAD) or mishandle far older dates
+MIN_YEAR = 1900
 MAX_MAX_CHARS = 200_000
 
 SearchText = Annotated[
@@ -72,12 +74,43 @@ def _renamed(**wire_to_python: str) -> Callable[[Callable[..., Awaitable[T]]], C
     return decorate
 
 
-async def read(pool: ImapPool, mailbox: str, operation: Callable[[IMAPClient, Examined], T]) -> T:
-    """Run a read of `mailbox` through the pool; every failure becomes a ToolError saying what to do."""
+async def read(
+    pool: ImapPool,
+    mailbox: str,
+    operation: Callable[[IMAPClient, Examined], T],
+    retry: bool = True,
+    mailbox_gone: str | None = None,
+) -> T:
+    """Run a read of `mailbox` through the pool; every failure becomes a ToolError saying what to do.
+
+    Pass `retry=False` when running the read twice would do something twice (writing files), and
+    `mailbox_gone` to say something more precise than "cannot be opened" when the mailbox is missing.
+    """
     try:
-        return await on_mailbox(pool, InMailbox(mailbox, operation))
-    except (NoSuchMailbox, StaleMessageId, InvalidMessageId, MessageGone, UnknownPart) as exc:
+        return await on_mailbox(pool, InMailbox(mailbox, operation), retry=retry)
+    except NoSuchMailbox as exc:
+        raise ToolError(mailbox_gone or str(exc)) from None
+    except (StaleMessageId, InvalidMessageId, MessageGone, UnknownPart) as exc:
         raise ToolError(str(exc)) from None
+
+
+async def read_message_of(
+    pool: ImapPool, target: Target, operation: Callable[[IMAPClient, Examined], T], retry: bool = True
+) -> T:
+    """`read` of the target's mailbox; when an id's mailbox cannot be opened, say that it is gone.
+
+    An id names a mailbox that existed when the id was issued, so one that cannot be opened now was
+    deleted or renamed since, and the message has to be found again. A deprecated mailbox + uid
+    names the mailbox itself, so the usual "check the name" stands.
+    """
+    gone = None
+    if target.uidvalidity is not None:
+        gone = (
+            f"The mailbox of this message, {target.mailbox!r}, no longer exists (it was deleted or renamed "
+            "since the id was issued). Search again (list_mailboxes shows the mailboxes there are now) and "
+            "use the new id."
+        )
+    return await read(pool, target.mailbox, operation, retry, gone)
 
 
 def _target(message_id: str | None, mailbox: str | None, uid: int | None) -> Target:
@@ -99,6 +132,9 @@ def _search_query(
     offset: int,
     limit: int,
 ) -> SearchQuery:
+    for name, day in (("since", since), ("before", before)):
+        if day is not None and day.year < MIN_YEAR:
+            raise ToolError(f"{name} ({day}) is before {MIN_YEAR}: give a date from {MIN_YEAR}-01-01 on, YYYY-MM-DD.")
     if since and before and since >= before:
         raise ToolError(
             f"since ({since}) must be earlier than before ({before}): since is inclusive, before is exclusive."
@@ -161,8 +197,8 @@ def register_get_message(mcp: MCPServer, pool: ImapPool) -> None:
         uid: DeprecatedUid = None,
     ) -> MessageContent:
         target = _target(id, mailbox, uid)
-        return await read(
-            pool, target.mailbox, lambda client, examined: read_message(client, examined, target, max_chars)
+        return await read_message_of(
+            pool, target, lambda client, examined: read_message(client, examined, target, max_chars)
         )
 
 
@@ -252,19 +288,19 @@ def register_get_attachments(mcp: MCPServer, pool: ImapPool, download_dir: Path 
     ) -> Annotated[CallToolResult, AttachmentsResult]:
         target = _target(id, mailbox, uid)
         if download_dir is not None:
-            written = await read(
+            # never retried: a second run after a dropped connection would write every file again
+            written = await read_message_of(
                 pool,
-                target.mailbox,
+                target,
                 functools.partial(_download, target=target, part_ids=part_ids, directory=download_dir),
+                retry=False,
             )
             return CallToolResult(
                 content=[TextContent(type="text", text=written.model_dump_json(by_alias=True))],
                 structured_content=written.model_dump(mode="json", by_alias=True),
             )
-        return await read(
-            pool,
-            target.mailbox,
-            functools.partial(_inline, target=target, part_ids=part_ids, host=pool.settings.host),
+        return await read_message_of(
+            pool, target, functools.partial(_inline, target=target, part_ids=part_ids, host=pool.settings.host)
         )
 
 
