@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import Account, append_message, error_text, structured
+from harness import Account, append_message, error_text, stdio_params, structured
 from imap_mcp.server.app import build_server
 from imap_mcp.server.attachments import INLINE_LIMIT_BYTES
 from imap_mcp.server.config import ImapSettings
@@ -200,3 +200,10 @@ async def test_a_download_cut_off_by_a_dropped_connection_is_not_run_again(accou
     pool.close_all()
     assert "connection to the IMAP server" in text and "lost" in text
     assert sorted(p.name for p in tmp_path.iterdir()) == ["first.bin"]
+
+
+async def test_the_download_dir_comes_from_the_environment(account: Account, tmp_path: Path) -> None:
+    async with Client(stdio_params(account.env(IMAP_DOWNLOAD_DIR=str(tmp_path)))) as client:
+        summary = structured(await client.call_tool("get_attachments", {"id": await invoice_id(client)}))
+    assert [Path(f["path"]) for f in summary["delivered"]] == [tmp_path / "invoice.pdf", tmp_path / "Übersicht.txt"]
+    assert (tmp_path / "invoice.pdf").read_bytes() == INVOICE

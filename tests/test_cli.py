@@ -37,6 +37,7 @@ def run_cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]
         ({"IMAP_TIMEOUT": "soon"}, "IMAP_TIMEOUT", "seconds"),
         ({"IMAP_MCP_SPEC_FIXTURES": "yes"}, "IMAP_MCP_SPEC_FIXTURES", "true, false"),
         ({"IMAP_MCP_SEAL_KEYS": "k" * 40 + "," + "k" * 40}, "IMAP_MCP_SEAL_KEYS", "repeats an earlier key"),
+        ({"IMAP_DOWNLOAD_DIR": "/nonexistent/downloads"}, "IMAP_DOWNLOAD_DIR", "existing directory"),
     ],
 )
 def test_invalid_setting_exits_2_naming_it(account: Account, change: dict[str, str], variable: str, valid: str) -> None:

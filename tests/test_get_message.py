@@ -326,3 +326,12 @@ async def test_a_text_part_without_a_charset_is_read_as_utf_8_else_windows_1252(
     head = f"From: h@example.com\r\nSubject: no charset\r\nMIME-Version: 1.0\r\nContent-Type: {content_type}\r\n"
     message = await get_appended(account, head.encode() + b"Content-Transfer-Encoding: 8bit\r\n\r\n" + body + b"\r\n")
     assert message["body"]["text"].strip() == expected
+
+
+async def test_the_body_is_cut_at_20000_characters_by_default(account: Account) -> None:
+    long = EmailMessage()
+    long["Subject"] = "Long"
+    long.set_content(("0123456789" * 10 + "\n") * 300)  # 30,300 characters
+    message = await get_appended(account, long.as_bytes())
+    assert len(message["body"]["text"]) == 20_000
+    assert (message["truncated"], message["full_length"], message["full_length_exact"]) == (True, 30_300, True)

@@ -213,3 +213,17 @@ async def test_search_values_are_strings_never_imap_syntax(account: Account, sub
     pool.close_all()
     assert sorted(subjects(page)) == sorted(expected) and page["total"] == len(expected)
     assert pool.opened == 1  # the connection was never lost waiting for a literal
+
+
+async def test_a_page_is_20_by_default_and_up_to_100(account: Account) -> None:
+    client = account.imap()
+    try:
+        for n in range(25):
+            client.append("INBOX", f"Subject: bulk {n}\r\nFrom: bulk@example.com\r\n\r\nx\r\n".encode())
+    finally:
+        client.logout()
+    async with Client(build_server(account.settings())) as mcp_client:
+        default = await search(mcp_client)
+        widest = await search(mcp_client, limit=100)
+    assert (default["total"], len(default["messages"])) == (34, 20)
+    assert (widest["total"], len(widest["messages"])) == (34, 34)
