@@ -25,6 +25,7 @@ import socket
 import ssl
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
@@ -170,24 +171,26 @@ class ImapPool:
             if self._reaper is not None:
                 return
             stop = threading.Event()
+            interval = max(self._idle_seconds / 2, 0.05)
             thread = threading.Thread(
-                target=self._reap, args=(stop,), name=f"imap-pool-reaper {self.settings.account}", daemon=True
+                target=_reap,
+                args=(weakref.ref(self), stop, interval),
+                name=f"imap-pool-reaper {self.settings.account}",
+                daemon=True,
             )
             self._reaper = _Reaper(thread, stop)
         thread.start()
 
-    def _reap(self, stop: threading.Event) -> None:
-        """The reaper thread: close expired idle connections until nothing is idle or `stop` is set."""
-        while not stop.wait(max(self._idle_seconds / 2, 0.05)):
-            with self._lock:
-                expired = self._expired(time.monotonic())
-                done = not self._idle
-                if done and self._reaper is not None and self._reaper.stop is stop:
-                    self._reaper = None
-            for item in expired:
-                close(item.client)
-            if done:
-                return
+    def _reap_once(self, stop: threading.Event) -> bool:
+        """Close the expired idle connections; True when nothing is idle any more (the reaper may end)."""
+        with self._lock:
+            expired = self._expired(time.monotonic())
+            done = not self._idle
+            if done and self._reaper is not None and self._reaper.stop is stop:
+                self._reaper = None
+        for item in expired:
+            close(item.client)
+        return done
 
     def _examined(self, connection: _Connection, mailbox: str) -> Examined:
         """`mailbox` examined on `connection`, re-EXAMINEd unless the server confirms the remembered UIDVALIDITY."""
@@ -263,3 +266,16 @@ class ImapPool:
             reaper.thread.join(self.settings.timeout)
         for item in idle:
             close(item.client)
+
+
+def _reap(pool_ref: weakref.ref[ImapPool], stop: threading.Event, interval: float) -> None:
+    """The reaper thread: every `interval`, close the pool's expired idle connections.
+
+    It holds the pool only weakly between rounds, so a pool nobody uses any more is still freed
+    (and its sockets with it) instead of being kept alive by its own reaper.
+    """
+    while not stop.wait(interval):
+        pool = pool_ref()
+        if pool is None or pool._reap_once(stop):
+            return
+        del pool
