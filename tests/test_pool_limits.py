@@ -3,8 +3,10 @@ callers at once, and idle connections closed after `idle_seconds` by its reaper 
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
+import weakref
 from collections.abc import Callable
 
 import anyio
@@ -105,3 +107,13 @@ def wait_until(condition: Callable[[], bool], seconds: float = 10.0) -> None:
     while not condition():
         assert time.monotonic() < deadline, "the condition never came true"
         time.sleep(0.02)
+
+
+async def test_a_pool_nobody_holds_is_freed_despite_its_reaper(account: Account) -> None:
+    """The reaper must not keep an abandoned pool, and with it its open connections, alive."""
+    pool = ImapPool(account.imap_settings())
+    await pool.run(lambda client: client.noop())
+    freed = weakref.ref(pool)
+    del pool
+    gc.collect()
+    assert freed() is None
