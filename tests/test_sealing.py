@@ -6,6 +6,8 @@ time, the target in any field, the principal, the purpose), it never verifies.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import dataclasses
 
 import pytest
@@ -87,6 +89,19 @@ def test_a_seal_opens_onto_exactly_its_claim(target: Target) -> None:
     s.verify(token, claim_for(target), principal=None)
 
 
+def decodes_alike(token: str, other: str) -> bool:
+    """Whether two tokens carry the same bytes: base64's last character of a part has spare bits, so a
+    change there can leave the decoded payload and signature untouched (nothing was tampered with)."""
+
+    def parts(value: str) -> list[bytes] | None:
+        try:
+            return [base64.urlsafe_b64decode(p + "=" * (-len(p) % 4)) for p in value.split(".")]
+        except (binascii.Error, ValueError):
+            return None
+
+    return parts(token) is not None and parts(token) == parts(other)
+
+
 @given(targets, st.data())
 def test_tampered_bytes_never_verify(target: Target, data: st.DataObject) -> None:
     s = sealer([OLD])
@@ -95,6 +110,7 @@ def test_tampered_bytes_never_verify(target: Target, data: st.DataObject) -> Non
     replacement = data.draw(st.sampled_from("AaBb019-_.Zz"))
     assume(token[position] != replacement)
     forged = token[:position] + replacement + token[position + 1 :]
+    assume(not decodes_alike(token, forged))
     with pytest.raises(SealError):
         s.verify(forged, claim_for(target), None)
 
