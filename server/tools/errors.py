@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TypeVar
 
-from imapclient import IMAPClient
 from imapclient.exceptions import IMAPClientError
 from mcp.server.mcpserver.exceptions import ToolError
 
 from ..imap_connection import MailboxUnavailable
-from ..imap_pool import ImapPool
+from ..imap_pool import ImapPool, Operation
 
 T = TypeVar("T")
 
 
-async def on_mailbox(pool: ImapPool, operation: Callable[[IMAPClient], T], retry: bool = True) -> T:
+async def on_mailbox(pool: ImapPool, operation: Operation[T], retry: bool = True) -> T:
     """Run `operation` through the pool; a mailbox failure becomes a `ToolError` with its message."""
     try:
         return await pool.run(operation, retry=retry)
