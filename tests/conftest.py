@@ -5,6 +5,7 @@ from collections.abc import Callable, Iterator
 import pytest
 from harness import Account, Person, new_account, seeded_account, start_dovecot
 from imap_mcp.server.dovecot import Dovecot
+from imapclient import IMAPClient
 from smtp_capture import SENDER, CaptureSMTP
 
 
@@ -27,6 +28,16 @@ def dovecot() -> Iterator[Dovecot]:
 def account(dovecot: Dovecot) -> Account:
     """A fresh account of this test's own, holding the sample mail."""
     return seeded_account(dovecot)
+
+
+@pytest.fixture
+def client(account: Account) -> Iterator[IMAPClient]:
+    """A direct IMAP connection to `account`, as another mail client of the same person would have."""
+    connection = account.imap()
+    try:
+        yield connection
+    finally:
+        connection.logout()
 
 
 @pytest.fixture

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator
 
 import pytest
-from harness import Account
 from imap_mcp.server.message_ids import MessageRef, StaleMessageId
 from imap_mcp.server.message_reader import MessageGone
 from imap_mcp.server.outgoing import Draft as OutgoingDraft
@@ -25,15 +23,6 @@ from imap_mcp.server.outgoing_mailbox import (
     sent_mailbox,
 )
 from imapclient import IMAPClient
-
-
-@pytest.fixture
-def client(account: Account) -> Iterator[IMAPClient]:
-    connection = account.imap()
-    try:
-        yield connection
-    finally:
-        connection.logout()
 
 
 def ref_of(client: IMAPClient, mailbox: str, subject: str) -> MessageRef:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from email.message import EmailMessage
 
 import pytest
@@ -24,15 +23,6 @@ def new_mail(subject: str) -> bytes:
     msg["Subject"] = subject
     msg.set_content("hello\n")
     return msg.as_bytes()
-
-
-@pytest.fixture
-def client(account: Account) -> Iterator[IMAPClient]:
-    connection = account.imap()
-    try:
-        yield connection
-    finally:
-        connection.logout()
 
 
 def page(client: IMAPClient, cache: OrderCache, **query: object) -> tuple[int, list[int]]:
