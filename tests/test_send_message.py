@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import contextlib
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, Literal
 
 import anyio
 import pytest
 from harness import MODES, Account, Person, error_text, pool_without, stdio_params, structured
 from imap_mcp.server.app import build_server
-from imap_mcp.server.config import load_settings
+from imap_mcp.server.config import Settings, load_settings
 from mcp import Client
 from mcp.types import CallToolResult, ElicitResult, InputRequiredResult
 from smtp_capture import SENDER, CaptureSMTP, Gate
@@ -152,6 +153,14 @@ async def _at_once(gate: Gate, call: Callable[[], Awaitable[CallToolResult]]) ->
     return results
 
 
+@contextlib.contextmanager
+def _gated_sending(account: Account) -> Iterator[tuple[Gate, CaptureSMTP, Settings]]:
+    """An SMTP listener whose DATA waits for CONCURRENT callers, and the settings that send through it."""
+    gate = Gate(CONCURRENT)
+    with CaptureSMTP(auth=(account.username, account.password), gate=gate) as smtp:
+        yield gate, smtp, load_settings(account.env(**smtp.env(), SMTP_FROM=SENDER))
+
+
 def _sent_once(results: list[dict[str, Any]], smtp: CaptureSMTP) -> str:
     """The one message sent: one result says sent, the others that another attempt is sending it."""
     assert sorted(r["status"] for r in results) == ["being_sent"] * (CONCURRENT - 1) + ["sent"]
@@ -164,10 +173,8 @@ def _sent_once(results: list[dict[str, Any]], smtp: CaptureSMTP) -> str:
 async def test_concurrent_replays_of_an_approved_dialog_send_one_message(
     save_to_sent: bool, account: Account, sent_copies: SentCopies
 ) -> None:
-    gate = Gate(CONCURRENT)
     arguments = {**MESSAGE, "save_to_sent": save_to_sent}
-    with CaptureSMTP(auth=(account.username, account.password), gate=gate) as smtp:
-        settings = load_settings(account.env(**smtp.env(), SMTP_FROM=SENDER))
+    with _gated_sending(account) as (gate, smtp, settings):
         async with Client(build_server(settings), mode="2026-07-28", elicitation_callback=Person()) as c:
             asked = await c.session.call_tool("send_message", arguments, allow_input_required=True)
             assert isinstance(asked, InputRequiredResult)
@@ -189,10 +196,8 @@ async def test_concurrent_replays_of_an_approved_dialog_send_one_message(
 async def test_concurrent_uses_of_one_confirm_token_send_one_message(
     save_to_sent: bool, account: Account, sent_copies: SentCopies
 ) -> None:
-    gate = Gate(CONCURRENT)
     arguments = {**MESSAGE, "save_to_sent": save_to_sent}
-    with CaptureSMTP(auth=(account.username, account.password), gate=gate) as smtp:
-        settings = load_settings(account.env(**smtp.env(), SMTP_FROM=SENDER))
+    with _gated_sending(account) as (gate, smtp, settings):
         async with Client(build_server(settings), mode="2026-07-28") as client:
             pending = structured(await client.call_tool("send_message", arguments))
             confirmed = {**arguments, "confirm_token": pending["confirm_token"]}
