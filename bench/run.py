@@ -38,11 +38,11 @@ from typing import Any
 import anyio
 import anyio.to_thread
 from imap_mcp.server.config import ImapSettings, Secret
-from imap_mcp.server.dovecot import Dovecot
-from imap_mcp.server.imap_pool import ImapPool, InMailbox
-from imap_mcp.server.message_lookup import Target
-from imap_mcp.server.message_reader import HEADER_FIELDS, read_message
-from imap_mcp.server.search import SUMMARY_ITEMS
+from imap_mcp.server.demo.dovecot import Dovecot
+from imap_mcp.server.imap.pool import ImapPool, InMailbox
+from imap_mcp.server.imap.lookup import Target
+from imap_mcp.server.reading.reader import HEADER_FIELDS, read_message
+from imap_mcp.server.reading.search import SUMMARY_ITEMS
 from imapclient import IMAPClient
 from mcp import Client, StdioServerParameters
 

@@ -1,3 +1,3 @@
-from .cli import main
+from imap_mcp.server.cli import main
 
 main()

@@ -7,12 +7,12 @@ from importlib.metadata import version
 from imap_mcp.protocol import Guard
 from mcp.server.mcpserver import MCPServer
 
-from .config import Settings
-from .guard import build_guard
-from .http_access import request_principal
-from .imap_pool import ImapPool
-from .spec_errors import StrictParams
-from .tools import changes, changes_mailbox, changes_simple, mailboxes, reading, sending
+from imap_mcp.server.config import Settings
+from imap_mcp.server.guard import build_guard
+from imap_mcp.server.http_access import request_principal
+from imap_mcp.server.imap.pool import ImapPool
+from imap_mcp.server.spec_errors import StrictParams
+from imap_mcp.server.tools import changes, changes_mailbox, changes_simple, mailboxes, reading, sending
 
 NAME = "imap-mcp"
 INSTRUCTIONS = (

@@ -15,12 +15,12 @@ from collections.abc import Mapping
 
 from starlette.types import ASGIApp
 
-from .app import build_server
-from .config import load_settings
-from .http_access import load_http_settings
-from .logs import setup_logging
-from .startup import announce, load_or_exit
-from .transports import http_app
+from imap_mcp.server.app import build_server
+from imap_mcp.server.config import load_settings
+from imap_mcp.server.http_access import load_http_settings
+from imap_mcp.server.logs import setup_logging
+from imap_mcp.server.startup import announce, load_or_exit
+from imap_mcp.server.transports import http_app
 
 
 def create_app(env: Mapping[str, str] | None = None) -> ASGIApp:

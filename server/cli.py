@@ -6,10 +6,10 @@ import argparse
 import os
 from collections.abc import Sequence
 
-from .config import load_settings
-from .http_access import load_http_settings
-from .logs import setup_logging
-from .startup import announce, load_or_exit
+from imap_mcp.server.config import load_settings
+from imap_mcp.server.http_access import load_http_settings
+from imap_mcp.server.logs import setup_logging
+from imap_mcp.server.startup import announce, load_or_exit
 
 DEFAULT_HTTP_PORT = 8000
 
@@ -34,7 +34,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
     setup_logging()
     if args.command == "demo":
-        from .demo import run_demo
+        from imap_mcp.server.demo.command import run_demo
 
         run_demo(args.host, args.port)
         return
@@ -42,8 +42,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.command == "serve":
         http_settings = load_or_exit(load_http_settings, os.environ)
     announce(settings)
-    from .app import build_server
-    from .transports import run_http, run_stdio
+    from imap_mcp.server.app import build_server
+    from imap_mcp.server.transports import run_http, run_stdio
 
     if args.command == "serve":
         run_http(build_server(settings), args.host, args.port, http_settings)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from .outgoing import OutgoingError, parse_address
+from imap_mcp.server.outgoing.compose import OutgoingError, parse_address
 
 TlsMode = Literal["implicit", "starttls", "none"]
 TLS_MODES: tuple[TlsMode, ...] = ("implicit", "starttls", "none")

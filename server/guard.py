@@ -14,8 +14,8 @@ from imap_mcp.protocol import ApprovalRequest, Guard, PrincipalHook
 from imap_mcp.sealing import KeyRing, Target
 from mcp.server.request_state import authenticated_principal
 
-from .config import Settings
-from .uid_sets import compress
+from imap_mcp.server.config import Settings
+from imap_mcp.server.imap.uid_sets import compress
 
 ELICITATION_OFF_LINE = "ELICITATION=false — guarded tools fall back to the two-call token"
 EPHEMERAL_KEY_LINE = (

@@ -25,7 +25,7 @@ from mcp.server.context import ServerRequestContext
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .config import ConfigError, Secret
+from imap_mcp.server.config import ConfigError, Secret
 
 LOCAL_HOSTS = ("localhost", "127.0.0.1", "[::1]")
 MIN_TOKEN_LENGTH = 16

@@ -6,8 +6,8 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import TypeVar
 
-from .config import ConfigError, Settings
-from .guard import start_lines
+from imap_mcp.server.config import ConfigError, Settings
+from imap_mcp.server.guard import start_lines
 
 T = TypeVar("T")
 

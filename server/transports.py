@@ -8,8 +8,8 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp
 
-from .http_access import AccessControl, HttpSettings
-from .spec_errors import ModernEnvelopeRouting
+from imap_mcp.server.http_access import AccessControl, HttpSettings
+from imap_mcp.server.spec_errors import ModernEnvelopeRouting
 
 MCP_PATH = "/mcp"
 

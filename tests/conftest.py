@@ -4,7 +4,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 from harness import Account, Person, new_account, seeded_account, start_dovecot
-from imap_mcp.server.dovecot import Dovecot
+from imap_mcp.server.demo.dovecot import Dovecot
 from imapclient import IMAPClient
 from smtp_capture import SENDER, CaptureSMTP
 

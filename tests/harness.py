@@ -1,7 +1,7 @@
 """Test harness: a throwaway Dovecot, per-test accounts, and imap-mcp servers to talk to.
 
 Every test that touches mail talks to a real Dovecot (Debian `dovecot-imapd`) on 127.0.0.1,
-started once per session by `server/dovecot.py`. Each test gets its own account (`t-<hex>`,
+started once per session by `server/demo/dovecot.py`. Each test gets its own account (`t-<hex>`,
 any such name logs in with `ANY_USER_PASSWORD`), so tests never see each other's mail.
 """
 
@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from imap_mcp.server.config import ImapSettings, Secret, Settings, TlsMode
-from imap_mcp.server.dovecot import Dovecot, free_port
+from imap_mcp.server.demo.dovecot import Dovecot, free_port
 from imapclient import IMAPClient
 from mcp import StdioServerParameters
 
@@ -82,8 +82,8 @@ def new_account(dovecot: Dovecot) -> Account:
 
 
 def seeded_account(dovecot: Dovecot) -> Account:
-    """A new account holding the sample mail of `server/sample_mail.py`."""
-    from imap_mcp.server.sample_mail import seed
+    """A new account holding the sample mail of `server/demo/sample_mail.py`."""
+    from imap_mcp.server.demo.sample_mail import seed
 
     account = new_account(dovecot)
     client = account.imap()
@@ -188,7 +188,7 @@ def append_message(account: Account, raw: bytes, mailbox: str = "INBOX", flags: 
 
 def message_ids(account: Account, mailbox: str) -> list[str]:
     """The ids of every message in `mailbox`, as search_messages would return them."""
-    from imap_mcp.server.message_ids import MessageRef
+    from imap_mcp.server.imap.message_ids import MessageRef
 
     client = account.imap()
     try:
@@ -220,8 +220,8 @@ def pool_without(account: Account, capabilities: tuple[str, ...] = (), mailboxes
     Dovecot still runs whatever is sent; this only changes what imap-mcp is told, as a server
     without those capabilities (or without a Trash that Dovecot would re-create) would tell it.
     """
-    from imap_mcp.server.imap_connection import connect
-    from imap_mcp.server.imap_pool import ImapPool
+    from imap_mcp.server.imap.connection import connect
+    from imap_mcp.server.imap.pool import ImapPool
 
     hidden = {c.upper().encode() for c in capabilities}
 

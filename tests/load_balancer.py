@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from imap_mcp.server.dovecot import free_port
+from imap_mcp.server.demo.dovecot import free_port
 
 NGINX_CONF = """worker_processes 1;
 pid {dir}/nginx.pid;

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 from harness import Account, wait_for_port
-from imap_mcp.server.dovecot import free_port
+from imap_mcp.server.demo.dovecot import free_port
 from mcp import Client
 
 pytestmark = pytest.mark.anyio

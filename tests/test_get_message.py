@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from harness import Account, append_message, error_text, structured
 from imap_mcp.server.app import build_server
-from imap_mcp.server.imap_fetch import fetch
-from imap_mcp.server.imap_pool import ImapPool
-from imap_mcp.server.message_ids import MessageRef, decode_id, encode_id
+from imap_mcp.server.imap.fetch import fetch
+from imap_mcp.server.imap.pool import ImapPool
+from imap_mcp.server.imap.message_ids import MessageRef, decode_id, encode_id
 from mcp import Client
 
 pytestmark = pytest.mark.anyio

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from imap_mcp.protocol import Guard
 from imap_mcp.sealing import KeyRing
 from imap_mcp.server.app import build_server
-from imap_mcp.server.message_ids import MessageRef
+from imap_mcp.server.imap.message_ids import MessageRef
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult, ElicitResult, InputRequiredResult

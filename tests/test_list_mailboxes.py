@@ -89,7 +89,7 @@ async def test_unreachable_server_is_a_clean_tool_error(account: Account) -> Non
     settings = account.settings()
     from dataclasses import replace
 
-    from imap_mcp.server.dovecot import free_port
+    from imap_mcp.server.demo.dovecot import free_port
 
     dead = replace(settings, imap=replace(settings.imap, port=free_port()))
     async with Client(build_server(dead)) as client:
@@ -99,7 +99,7 @@ async def test_unreachable_server_is_a_clean_tool_error(account: Account) -> Non
 
 
 async def test_a_warm_process_reuses_its_connection(account: Account) -> None:
-    from imap_mcp.server.imap_pool import ImapPool
+    from imap_mcp.server.imap.pool import ImapPool
 
     pool = ImapPool(account.imap_settings())
     async with Client(build_server(account.settings(), pool=pool)) as client:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
-from imap_mcp.server.message_ids import MessageRef, StaleMessageId
-from imap_mcp.server.message_reader import MessageGone
-from imap_mcp.server.outgoing import Draft as OutgoingDraft
-from imap_mcp.server.outgoing import build_message, parse_address, parse_recipients, wire_bytes
-from imap_mcp.server.outgoing_mailbox import (
+from imap_mcp.server.imap.message_ids import MessageRef, StaleMessageId
+from imap_mcp.server.reading.reader import MessageGone
+from imap_mcp.server.outgoing.compose import Draft as OutgoingDraft
+from imap_mcp.server.outgoing.compose import build_message, parse_address, parse_recipients, wire_bytes
+from imap_mcp.server.outgoing.sent_mailbox import (
     SENDING,
     SentCopy,
     append_sent_copy,

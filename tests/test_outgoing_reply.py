@@ -5,8 +5,8 @@ from __future__ import annotations
 from email.headerregistry import Address
 
 import pytest
-from imap_mcp.server.outgoing import OutgoingError, check_buildable, describe_for_approval
-from imap_mcp.server.outgoing_reply import parse_original, reply_draft, reply_recipients, reply_subject
+from imap_mcp.server.outgoing.compose import OutgoingError, check_buildable, describe_for_approval
+from imap_mcp.server.outgoing.reply import parse_original, reply_draft, reply_recipients, reply_subject
 
 ME = Address("Demo", addr_spec="demo@example.org")
 OWN = frozenset({"demo@example.org", "demo-login@example.org"})

@@ -13,8 +13,8 @@ import anyio
 import pytest
 from harness import Account
 from imap_mcp.server.config import ImapSettings
-from imap_mcp.server.imap_connection import connect
-from imap_mcp.server.imap_pool import Examined, ImapPool, InMailbox
+from imap_mcp.server.imap.connection import connect
+from imap_mcp.server.imap.pool import Examined, ImapPool, InMailbox
 from imapclient import IMAPClient
 
 pytestmark = pytest.mark.anyio

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from harness import Account, structured
 from imap_mcp.server.app import build_server
-from imap_mcp.server.imap_pool import ImapPool
+from imap_mcp.server.imap.pool import ImapPool
 from mcp import Client
 
 pytestmark = pytest.mark.anyio

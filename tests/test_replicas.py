@@ -11,7 +11,7 @@ from typing import Any
 import httpx2
 import pytest
 from harness import Account, http_server
-from imap_mcp.server.message_ids import MessageRef
+from imap_mcp.server.imap.message_ids import MessageRef
 from load_balancer import round_robin
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client

@@ -10,13 +10,13 @@ from typing import Any
 import pytest
 from harness import MODES, Account, append_message, error_text, structured
 from imap_mcp.server.app import build_server
-from imap_mcp.server.imap_pool import ImapPool
-from imap_mcp.server.message_ids import decode_id
+from imap_mcp.server.imap.pool import ImapPool
+from imap_mcp.server.imap.message_ids import decode_id
 from mcp import Client
 
 pytestmark = pytest.mark.anyio
 
-#: the sample INBOX, newest first (server/sample_mail.py)
+#: the sample INBOX, newest first (server/demo/sample_mail.py)
 INBOX_NEWEST_FIRST = [
     "Urgent: account notice",
     "Re: Project kickoff",

@@ -7,9 +7,9 @@ from email.message import EmailMessage
 import pytest
 from harness import Account, append_message, structured
 from imap_mcp.server.app import build_server
-from imap_mcp.server.imap_pool import examine
-from imap_mcp.server.search import SearchQuery, search_page
-from imap_mcp.server.search_cache import OrderCache
+from imap_mcp.server.imap.pool import examine
+from imap_mcp.server.reading.search import SearchQuery, search_page
+from imap_mcp.server.reading.search_cache import OrderCache
 from imapclient import IMAPClient
 from mcp import Client
 

@@ -7,9 +7,9 @@ from email.headerregistry import Address
 
 import pytest
 from imap_mcp.server.config import SmtpSettings, load_settings
-from imap_mcp.server.dovecot import free_port
-from imap_mcp.server.outgoing import Draft, build_message, parse_recipients
-from imap_mcp.server.smtp_send import SendFailed, send
+from imap_mcp.server.demo.dovecot import free_port
+from imap_mcp.server.outgoing.compose import Draft, build_message, parse_recipients
+from imap_mcp.server.outgoing.smtp import SendFailed, send
 from smtp_capture import CaptureSMTP
 
 LOGIN = ("sender@example.org", "smtp-pw-5c1e")

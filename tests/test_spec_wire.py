@@ -20,7 +20,7 @@ import pytest
 from harness import new_account, spec_fixture_server
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from imap_mcp.server.dovecot import Dovecot
+from imap_mcp.server.demo.dovecot import Dovecot
 
 MODERN = "2026-07-28"
 HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")

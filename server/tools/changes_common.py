@@ -10,14 +10,14 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel
 
-from ..imap_pool import ImapPool, NoSuchMailbox
-from ..logs import get_logger
-from ..mailbox_changes import ChangeRefused
-from ..message_ids import InvalidMessageId, StaleMessageId
-from ..message_lookup import Target as Messages
-from ..message_lookup import resolve_targets
-from ..uid_sets import compress
-from .errors import on_mailbox
+from imap_mcp.server.imap.pool import ImapPool, NoSuchMailbox
+from imap_mcp.server.logs import get_logger
+from imap_mcp.server.changes.messages import ChangeRefused
+from imap_mcp.server.imap.message_ids import InvalidMessageId, StaleMessageId
+from imap_mcp.server.imap.lookup import Target as Messages
+from imap_mcp.server.imap.lookup import resolve_targets
+from imap_mcp.server.imap.uid_sets import compress
+from imap_mcp.server.tools.errors import on_mailbox
 
 T = TypeVar("T")
 #: refusals whose message is written for the model: what went wrong and what to do

@@ -9,12 +9,12 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import AfterValidator, BaseModel, Field
 
-from ..imap_pool import ImapPool
-from ..mailbox_changes_simple import append_draft, draft_message, set_flags
-from ..message_ids import MessageRef, encode_id
-from ..outgoing import OutgoingError
-from .changes_common import changing, log_change, on_change, one_mailbox
-from .deprecated import DeprecatedMailbox, DeprecatedUids
+from imap_mcp.server.imap.pool import ImapPool
+from imap_mcp.server.changes.flags_drafts import append_draft, draft_message, set_flags
+from imap_mcp.server.imap.message_ids import MessageRef, encode_id
+from imap_mcp.server.outgoing.compose import OutgoingError
+from imap_mcp.server.tools.changes_common import changing, log_change, on_change, one_mailbox
+from imap_mcp.server.tools.deprecated import DeprecatedMailbox, DeprecatedUids
 
 SYSTEM_FLAGS = {"\\seen": "\\Seen", "\\flagged": "\\Flagged", "\\answered": "\\Answered"}
 #: an IMAP keyword: an atom without specials (RFC 3501), at most 64 characters

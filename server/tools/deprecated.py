@@ -11,7 +11,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from ..message_ids import MAX_UID
+from imap_mcp.server.imap.message_ids import MAX_UID
 
 DeprecatedMailbox = Annotated[
     str | None, Field(min_length=1, description="Deprecated: mailbox name, with uid(s), instead of id(s).")

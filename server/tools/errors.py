@@ -7,8 +7,8 @@ from typing import TypeVar
 from imapclient.exceptions import IMAPClientError
 from mcp.server.mcpserver.exceptions import ToolError
 
-from ..imap_connection import MailboxUnavailable
-from ..imap_pool import ImapPool, Operation
+from imap_mcp.server.imap.connection import MailboxUnavailable
+from imap_mcp.server.imap.pool import ImapPool, Operation
 
 T = TypeVar("T")
 

@@ -8,10 +8,10 @@ from imapclient import IMAPClient
 from mcp.server.mcpserver import MCPServer
 from pydantic import BaseModel, Field
 
-from ..imap_pool import ImapPool
-from ..mailboxes import MailboxInfo, list_mailboxes, with_counts
-from .annotations import read_only
-from .errors import on_mailbox
+from imap_mcp.server.imap.pool import ImapPool
+from imap_mcp.server.imap.mailboxes import MailboxInfo, list_mailboxes, with_counts
+from imap_mcp.server.tools.annotations import read_only
+from imap_mcp.server.tools.errors import on_mailbox
 
 TITLE = "List mailboxes"
 

@@ -19,7 +19,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import BlobResourceContents, CallToolResult, EmbeddedResource, TextContent, ToolAnnotations
 from pydantic import Field
 
-from ..attachments import (
+from imap_mcp.server.reading.attachments import (
     INLINE_LIMIT_BYTES,
     AttachmentFile,
     AttachmentsResult,
@@ -30,15 +30,15 @@ from ..attachments import (
     message_attachments,
     write_part,
 )
-from ..imap_pool import Examined, ImapPool, InMailbox, NoSuchMailbox
-from ..message_ids import InvalidMessageId, MessageRef, StaleMessageId
-from ..message_lookup import Target, resolve_one
-from ..message_reader import MessageContent, MessageGone, read_message
-from ..search import SearchPage, SearchQuery, search_page
-from ..search_cache import OrderCache
-from .annotations import read_only
-from .deprecated import DeprecatedMailbox, DeprecatedUid
-from .errors import on_mailbox
+from imap_mcp.server.imap.pool import Examined, ImapPool, InMailbox, NoSuchMailbox
+from imap_mcp.server.imap.message_ids import InvalidMessageId, MessageRef, StaleMessageId
+from imap_mcp.server.imap.lookup import Target, resolve_one
+from imap_mcp.server.reading.reader import MessageContent, MessageGone, read_message
+from imap_mcp.server.reading.search import SearchPage, SearchQuery, search_page
+from imap_mcp.server.reading.search_cache import OrderCache
+from imap_mcp.server.tools.annotations import read_only
+from imap_mcp.server.tools.deprecated import DeprecatedMailbox, DeprecatedUid
+from imap_mcp.server.tools.errors import on_mailbox
 
 T = TypeVar("T")
 

@@ -43,13 +43,13 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, InputRequiredResult
 from pydantic import BaseModel, Field
 
-from ..config import SmtpSettings
-from ..imap_pool import ImapPool
-from ..logs import get_logger
-from ..message_ids import InvalidMessageId, MessageRef, StaleMessageId
-from ..message_lookup import current_ref, resolve_one
-from ..message_reader import MessageGone
-from ..outgoing import (
+from imap_mcp.server.config import SmtpSettings
+from imap_mcp.server.imap.pool import ImapPool
+from imap_mcp.server.logs import get_logger
+from imap_mcp.server.imap.message_ids import InvalidMessageId, MessageRef, StaleMessageId
+from imap_mcp.server.imap.lookup import current_ref, resolve_one
+from imap_mcp.server.reading.reader import MessageGone
+from imap_mcp.server.outgoing.compose import (
     MAX_RECIPIENTS,
     MAX_SUBJECT_LENGTH,
     Draft,
@@ -63,8 +63,8 @@ from ..outgoing import (
     parse_recipients,
     wire_bytes,
 )
-from ..outgoing_approval import send_request
-from ..outgoing_mailbox import (
+from imap_mcp.server.outgoing.approval import send_request
+from imap_mcp.server.outgoing.sent_mailbox import (
     SENDING,
     NoAppendUid,
     NoSentMailbox,
@@ -77,13 +77,13 @@ from ..outgoing_mailbox import (
     remove_sent_copy,
     sent_copy_exists,
 )
-from ..outgoing_mailbox import sent_mailbox as find_sent_mailbox
-from ..outgoing_reply import reply_draft
-from ..smtp_send import SendFailed, send
-from .changes import ConfirmToken
-from .changes_common import changing, text_result
-from .deprecated import DeprecatedMailbox, DeprecatedUid
-from .errors import on_mailbox
+from imap_mcp.server.outgoing.sent_mailbox import sent_mailbox as find_sent_mailbox
+from imap_mcp.server.outgoing.reply import reply_draft
+from imap_mcp.server.outgoing.smtp import SendFailed, send
+from imap_mcp.server.tools.changes import ConfirmToken
+from imap_mcp.server.tools.changes_common import changing, text_result
+from imap_mcp.server.tools.deprecated import DeprecatedMailbox, DeprecatedUid
+from imap_mcp.server.tools.errors import on_mailbox
 
 T = TypeVar("T")
 SEND_TOOL = "send_message"

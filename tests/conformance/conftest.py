@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 from harness import new_account, spec_fixture_server
-from imap_mcp.server.dovecot import Dovecot
+from imap_mcp.server.demo.dovecot import Dovecot
 from pinned_suite import Harness, installed_harness
 
 

@@ -105,7 +105,7 @@ def run_hub(
     `home` is the hub's HOME and XDG directories (its log, workspace and catalog caches stay
     there); `env` is added to the hub's environment, for the config's `${VAR}` placeholders.
     """
-    from imap_mcp.server.dovecot import free_port
+    from imap_mcp.server.demo.dovecot import free_port
 
     install_hub()
     config = home / "mcp-hub.json"

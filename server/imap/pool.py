@@ -34,8 +34,8 @@ import anyio.to_thread
 from imapclient import IMAPClient
 from imapclient.exceptions import IMAPClientError
 
-from .config import ImapSettings
-from .imap_connection import MailboxUnavailable, close, connect
+from imap_mcp.server.config import ImapSettings
+from imap_mcp.server.imap.connection import MailboxUnavailable, close, connect
 
 T = TypeVar("T")
 

@@ -18,7 +18,7 @@ from email.message import EmailMessage
 from email.parser import BytesHeaderParser
 from email.policy import default as default_policy
 
-from .outgoing import (
+from imap_mcp.server.outgoing.compose import (
     CONTROL_CHARACTERS,
     HEADER_PARSE_ERRORS,
     Draft,

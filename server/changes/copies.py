@@ -20,8 +20,8 @@ from email.policy import compat32
 
 from imapclient import IMAPClient
 
-from .imap_fetch import fetch
-from .imap_pool import examine
+from imap_mcp.server.imap.fetch import fetch
+from imap_mcp.server.imap.pool import examine
 
 MESSAGE_ID_ITEM = "BODY.PEEK[HEADER.FIELDS (MESSAGE-ID)]"
 #: at most this many Message-IDs, and about this many bytes of them, per SEARCH command

@@ -18,10 +18,10 @@ from dataclasses import dataclass
 
 from imapclient import IMAPClient
 
-from .mailboxes import list_mailboxes
-from .message_ids import MessageRef, StaleMessageId, check_uidvalidity
-from .message_reader import MessageGone
-from .outgoing_reply import HEADER_FIELDS, Original, parse_original
+from imap_mcp.server.imap.mailboxes import list_mailboxes
+from imap_mcp.server.imap.message_ids import MessageRef, StaleMessageId, check_uidvalidity
+from imap_mcp.server.reading.reader import MessageGone
+from imap_mcp.server.outgoing.reply import HEADER_FIELDS, Original, parse_original
 
 SEEN = b"\\Seen"
 ANSWERED = b"\\Answered"

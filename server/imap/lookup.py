@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from imapclient import IMAPClient
 
-from .message_ids import MAX_UID, InvalidMessageId, MessageRef, check_uidvalidity, decode_id
+from imap_mcp.server.imap.message_ids import MAX_UID, InvalidMessageId, MessageRef, check_uidvalidity, decode_id
 
 
 @dataclass(frozen=True)

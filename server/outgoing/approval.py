@@ -15,8 +15,8 @@ import json
 from imap_mcp.protocol import ApprovalRequest
 from imap_mcp.sealing import Target
 
-from .message_ids import MessageRef
-from .outgoing import Draft, describe_for_approval
+from imap_mcp.server.imap.message_ids import MessageRef
+from imap_mcp.server.outgoing.compose import Draft, describe_for_approval
 
 SEND_OPERATION = "send"
 REPLY_OPERATION = "reply"

@@ -16,7 +16,7 @@ from typing import Any
 from imapclient import IMAPClient
 from imapclient.response_parser import parse_fetch_response
 
-from .uid_sets import compress
+from imap_mcp.server.imap.uid_sets import compress
 
 #: keep each command line well under Dovecot's 64 KB limit
 MAX_SET_CHARS = 16_000

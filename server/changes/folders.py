@@ -18,9 +18,9 @@ from typing import Literal
 from imap_mcp.sealing import Target
 from imapclient import IMAPClient
 
-from .imap_pool import NoSuchMailbox
-from .mailbox_changes import ChangeRefused, TargetChanged
-from .mailboxes import MailboxInfo, list_mailboxes
+from imap_mcp.server.imap.pool import NoSuchMailbox
+from imap_mcp.server.changes.messages import ChangeRefused, TargetChanged
+from imap_mcp.server.imap.mailboxes import MailboxInfo, list_mailboxes
 
 FolderOperation = Literal["delete_mailbox", "rename_mailbox"]
 _STATUS = [b"UIDVALIDITY", b"UIDNEXT", b"MESSAGES"]

@@ -21,11 +21,11 @@ from typing import Any
 from imapclient import IMAPClient
 from pydantic import BaseModel, Field
 
-from .imap_fetch import fetch
-from .imap_pool import Examined
-from .message_lookup import Target, check_target
-from .message_parts import Part, attachments, decoded_stream, parse_structure
-from .message_reader import MessageGone
+from imap_mcp.server.imap.fetch import fetch
+from imap_mcp.server.imap.pool import Examined
+from imap_mcp.server.imap.lookup import Target, check_target
+from imap_mcp.server.reading.parts import Part, attachments, decoded_stream, parse_structure
+from imap_mcp.server.reading.reader import MessageGone
 
 #: attachments returned inline by one call, decoded bytes in total
 INLINE_LIMIT_BYTES = 8 * 1024 * 1024

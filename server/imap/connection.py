@@ -9,8 +9,8 @@ import ssl
 from imapclient import IMAPClient
 from imapclient.exceptions import IMAPClientError, LoginError
 
-from .config import ImapSettings
-from .tls import tls_context
+from imap_mcp.server.config import ImapSettings
+from imap_mcp.server.tls import tls_context
 
 
 class MailboxUnavailable(Exception):

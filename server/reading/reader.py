@@ -16,11 +16,11 @@ import html2text
 from imapclient import IMAPClient
 from pydantic import BaseModel, Field
 
-from .imap_fetch import fetch
-from .imap_pool import Examined
-from .message_ids import MessageRef
-from .message_lookup import Target, check_target
-from .message_parts import (
+from imap_mcp.server.imap.fetch import fetch
+from imap_mcp.server.imap.pool import Examined
+from imap_mcp.server.imap.message_ids import MessageRef
+from imap_mcp.server.imap.lookup import Target, check_target
+from imap_mcp.server.reading.parts import (
     Node,
     Part,
     attachments,

@@ -11,8 +11,8 @@ import smtplib
 import ssl
 from email.message import EmailMessage
 
-from .config import SmtpSettings
-from .tls import tls_context
+from imap_mcp.server.config import SmtpSettings
+from imap_mcp.server.tls import tls_context
 
 
 class SendFailed(Exception):

@@ -7,12 +7,12 @@ import secrets
 import signal
 import sys
 
-from .app import build_server
-from .config import ImapSettings, Secret, Settings
-from .dovecot import Dovecot, DovecotError
-from .imap_connection import close, connect
-from .sample_mail import seed
-from .transports import MCP_PATH, run_http
+from imap_mcp.server.app import build_server
+from imap_mcp.server.config import ImapSettings, Secret, Settings
+from imap_mcp.server.demo.dovecot import Dovecot, DovecotError
+from imap_mcp.server.imap.connection import close, connect
+from imap_mcp.server.demo.sample_mail import seed
+from imap_mcp.server.transports import MCP_PATH, run_http
 
 DEMO_USER = "demo"
 
