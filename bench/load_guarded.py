@@ -31,8 +31,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 from harness import Account, http_server, new_account, start_dovecot  # noqa: E402
-from imap_mcp.server.imap.message_ids import MessageRef  # noqa: E402
 from load_balancer import round_robin  # noqa: E402
+
+from imap_mcp.server.imap.message_ids import MessageRef  # noqa: E402
 
 SEAL_KEYS = "bench-key-" + "x" * 40
 

@@ -37,14 +37,15 @@ from typing import Any
 
 import anyio
 import anyio.to_thread
-from imap_mcp.server.config import ImapSettings, Secret
-from imap_mcp.server.demo.dovecot import Dovecot
-from imap_mcp.server.imap.pool import ImapPool, InMailbox
-from imap_mcp.server.imap.lookup import Target
-from imap_mcp.server.reading.reader import HEADER_FIELDS, read_message
-from imap_mcp.server.reading.search import SUMMARY_ITEMS
 from imapclient import IMAPClient
 from mcp import Client, StdioServerParameters
+
+from imap_mcp.server.config import ImapSettings, Secret
+from imap_mcp.server.demo.dovecot import Dovecot
+from imap_mcp.server.imap.lookup import Target
+from imap_mcp.server.imap.pool import ImapPool, InMailbox
+from imap_mcp.server.reading.reader import HEADER_FIELDS, read_message
+from imap_mcp.server.reading.search import SUMMARY_ITEMS
 
 sys.path.insert(0, str(Path(__file__).parent))
 from populate import generate, write_maildir

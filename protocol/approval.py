@@ -27,13 +27,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from imap_mcp.sealing import Claim, KeyRing, Sealer, SealError, Target, fingerprint, question_digest
 from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import AcceptedElicitation, Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.request_state import RequestStateSecurity, authenticated_principal
 from mcp.shared.exceptions import MCPError
 from mcp.types import ElicitRequest, ElicitRequestFormParams, ElicitResult, InputRequiredResult
+
+from imap_mcp.sealing import Claim, KeyRing, Sealer, SealError, Target, fingerprint, question_digest
 
 from . import texts
 from .eras import Channel, channel_for

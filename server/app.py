@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from importlib.metadata import version
 
-from imap_mcp.protocol import Guard
 from mcp.server.mcpserver import MCPServer
 
+from imap_mcp.protocol import Guard
 from imap_mcp.server.config import Settings
 from imap_mcp.server.guard import build_guard
 from imap_mcp.server.http_access import request_principal

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import json
 
-from imap_mcp.protocol import ApprovalRequest, Guard, PrincipalHook
-from imap_mcp.sealing import KeyRing, Target
 from mcp.server.request_state import authenticated_principal
 
+from imap_mcp.protocol import ApprovalRequest, Guard, PrincipalHook
+from imap_mcp.sealing import KeyRing, Target
 from imap_mcp.server.config import Settings
 from imap_mcp.server.imap.uid_sets import compress
 

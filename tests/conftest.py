@@ -4,9 +4,10 @@ from collections.abc import Callable, Iterator
 
 import pytest
 from harness import Account, Person, new_account, seeded_account, start_dovecot
-from imap_mcp.server.demo.dovecot import Dovecot
 from imapclient import IMAPClient
 from smtp_capture import SENDER, CaptureSMTP
+
+from imap_mcp.server.demo.dovecot import Dovecot
 
 
 @pytest.fixture

@@ -21,10 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from imap_mcp.server.config import ImapSettings, Secret, Settings, TlsMode
-from imap_mcp.server.demo.dovecot import Dovecot, free_port
 from imapclient import IMAPClient
 from mcp import StdioServerParameters
+
+from imap_mcp.server.config import ImapSettings, Secret, Settings, TlsMode
+from imap_mcp.server.demo.dovecot import Dovecot, free_port
 
 ANY_USER_PASSWORD = "test-pw-7f3a"
 #: the two eras, as the SDK client names them

@@ -30,6 +30,7 @@ from typing import Any
 
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import SMTP, AuthResult, Envelope, LoginPassword, Session
+
 from imap_mcp.server.demo.dovecot import free_port
 
 #: the From address imap-mcp sends as in the tests; the sample mail is addressed to it

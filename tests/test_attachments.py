@@ -12,16 +12,17 @@ from typing import Any
 
 import pytest
 from harness import Account, append_message, error_text, stdio_params, structured
-from imap_mcp.server.app import build_server
-from imap_mcp.server.reading.attachments import INLINE_LIMIT_BYTES
-from imap_mcp.server.config import ImapSettings
-from imap_mcp.server.imap.connection import connect
-from imap_mcp.server.imap.pool import ImapPool
-from imap_mcp.server.imap.message_ids import decode_id
-from imap_mcp.server.demo.sample_mail import TINY_PNG
 from imapclient import IMAPClient
 from mcp import Client
 from mcp.types import EmbeddedResource
+
+from imap_mcp.server.app import build_server
+from imap_mcp.server.config import ImapSettings
+from imap_mcp.server.demo.sample_mail import TINY_PNG
+from imap_mcp.server.imap.connection import connect
+from imap_mcp.server.imap.message_ids import decode_id
+from imap_mcp.server.imap.pool import ImapPool
+from imap_mcp.server.reading.attachments import INLINE_LIMIT_BYTES
 
 pytestmark = pytest.mark.anyio
 

@@ -8,8 +8,9 @@ import sys
 
 import pytest
 from harness import Account, wait_for_port
-from imap_mcp.server.demo.dovecot import free_port
 from mcp import Client
+
+from imap_mcp.server.demo.dovecot import free_port
 
 pytestmark = pytest.mark.anyio
 

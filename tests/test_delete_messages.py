@@ -6,9 +6,10 @@ from typing import Any
 
 import pytest
 from harness import Account, Person, message_ids, pool_without
+from mcp import Client
+
 from imap_mcp.server.app import build_server
 from imap_mcp.server.demo.sample_mail import sample_messages
-from mcp import Client
 
 pytestmark = pytest.mark.anyio
 

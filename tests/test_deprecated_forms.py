@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 from harness import Account, Person, error_text, structured
-from imap_mcp.server.app import build_server
-from imap_mcp.server.config import load_settings
 from mcp import Client
 from smtp_capture import CaptureSMTP
+
+from imap_mcp.server.app import build_server
+from imap_mcp.server.config import load_settings
 
 pytestmark = pytest.mark.anyio
 

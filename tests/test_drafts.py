@@ -6,8 +6,9 @@ import email
 
 import pytest
 from harness import Account, message_ids
-from imap_mcp.server.app import build_server
 from mcp import Client
+
+from imap_mcp.server.app import build_server
 
 pytestmark = pytest.mark.anyio
 

@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 from harness import Account, wait_for_port
+
 from imap_mcp.server.demo.dovecot import free_port
 
 OFF_LINE = "imap-mcp: ELICITATION=false — guarded tools fall back to the two-call token"

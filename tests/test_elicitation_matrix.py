@@ -20,8 +20,9 @@ from typing import Any
 
 import pytest
 from harness import MODES, Account, Person, http_server, message_ids, stdio_params
-from imap_mcp.server.app import build_server
 from mcp import Client
+
+from imap_mcp.server.app import build_server
 
 pytestmark = pytest.mark.anyio
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 from harness import Account, message_ids
-from imap_mcp.server.app import build_server
 from mcp import Client
+
+from imap_mcp.server.app import build_server
 
 pytestmark = pytest.mark.anyio
 

@@ -20,11 +20,12 @@ import httpx
 import pytest
 from gateway.mcp_hub import Hub, hub_version, run_hub
 from harness import Account, Person, error_text, http_server, message_ids, seeded_account, structured
-from imap_mcp.server.app import build_server
-from imap_mcp.server.demo.dovecot import Dovecot
 from mcp import Client
 from mcp.client.sse import sse_client
 from mcp.shared.exceptions import MCPError
+
+from imap_mcp.server.app import build_server
+from imap_mcp.server.demo.dovecot import Dovecot
 
 pytestmark = pytest.mark.anyio
 

@@ -10,11 +10,12 @@ from typing import Any
 
 import pytest
 from harness import Account, append_message, error_text, structured
+from mcp import Client
+
 from imap_mcp.server.app import build_server
 from imap_mcp.server.imap.fetch import fetch
-from imap_mcp.server.imap.pool import ImapPool
 from imap_mcp.server.imap.message_ids import MessageRef, decode_id, encode_id
-from mcp import Client
+from imap_mcp.server.imap.pool import ImapPool
 
 pytestmark = pytest.mark.anyio
 

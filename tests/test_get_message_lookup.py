@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from imap_mcp.server.imap.message_ids import InvalidMessageId, MessageRef, StaleMessageId, encode_id
+
 from imap_mcp.server.imap.lookup import Target, check_target, resolve_one, resolve_targets
+from imap_mcp.server.imap.message_ids import InvalidMessageId, MessageRef, StaleMessageId, encode_id
 
 INBOX_5 = encode_id(MessageRef("INBOX", 77, 5))
 INBOX_9 = encode_id(MessageRef("INBOX", 77, 9))

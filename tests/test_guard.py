@@ -15,13 +15,14 @@ import pytest
 from harness import Account, Person, append_message, message_ids
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from mcp import Client
+from mcp.shared.exceptions import MCPError
+from mcp.types import CallToolResult, ElicitResult, InputRequiredResult
+
 from imap_mcp.protocol import Guard
 from imap_mcp.sealing import KeyRing
 from imap_mcp.server.app import build_server
 from imap_mcp.server.imap.message_ids import MessageRef
-from mcp import Client
-from mcp.shared.exceptions import MCPError
-from mcp.types import CallToolResult, ElicitResult, InputRequiredResult
 
 pytestmark = pytest.mark.anyio
 

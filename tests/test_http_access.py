@@ -8,11 +8,12 @@ import httpx
 import httpx2
 import pytest
 from harness import Account, http_server
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
 from imap_mcp.server.asgi import create_app
 from imap_mcp.server.config import ConfigError
 from imap_mcp.server.http_access import load_http_settings, principal_for_token
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
 
 pytestmark = pytest.mark.anyio
 

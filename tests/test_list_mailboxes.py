@@ -6,8 +6,9 @@ from typing import Any
 
 import pytest
 from harness import MODES, Account, http_server, stdio_params
-from imap_mcp.server.app import build_server
 from mcp import Client
+
+from imap_mcp.server.app import build_server
 
 pytestmark = pytest.mark.anyio
 

@@ -6,11 +6,12 @@ from typing import Any
 
 import pytest
 from harness import Account, Person
+from mcp import Client
+from mcp.types import CallToolResult, ElicitResult, InputRequiredResult
+
 from imap_mcp.protocol import Guard
 from imap_mcp.sealing import KeyRing
 from imap_mcp.server.app import build_server
-from mcp import Client
-from mcp.types import CallToolResult, ElicitResult, InputRequiredResult
 
 pytestmark = pytest.mark.anyio
 

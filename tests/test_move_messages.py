@@ -8,11 +8,12 @@ from typing import Any
 import pytest
 from harness import Account, Person, message_ids, pool_without, start_dovecot
 from harness import new_account as fresh_account
-from imap_mcp.server.app import build_server
-from imap_mcp.server.imap.message_ids import MessageRef
-from imap_mcp.server.demo.sample_mail import seed
-from imap_mcp.server.imap.uid_sets import compress, expand
 from mcp import Client
+
+from imap_mcp.server.app import build_server
+from imap_mcp.server.demo.sample_mail import seed
+from imap_mcp.server.imap.message_ids import MessageRef
+from imap_mcp.server.imap.uid_sets import compress, expand
 
 pytestmark = pytest.mark.anyio
 

@@ -8,6 +8,7 @@ import email.policy
 from email.headerregistry import Address
 
 import pytest
+
 from imap_mcp.server.outgoing.compose import (
     MAX_RECIPIENTS,
     AddressError,

@@ -5,10 +5,11 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+
 from imap_mcp.sealing import fingerprint
 from imap_mcp.server.imap.message_ids import MessageRef
-from imap_mcp.server.outgoing.compose import Draft, parse_address, parse_recipients
 from imap_mcp.server.outgoing.approval import send_request, send_target
+from imap_mcp.server.outgoing.compose import Draft, parse_address, parse_recipients
 
 ACCOUNT = "demo@imap.example.org"
 DRAFT = Draft(

@@ -5,8 +5,9 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
+from imapclient import IMAPClient
+
 from imap_mcp.server.imap.message_ids import MessageRef, StaleMessageId
-from imap_mcp.server.reading.reader import MessageGone
 from imap_mcp.server.outgoing.compose import Draft as OutgoingDraft
 from imap_mcp.server.outgoing.compose import build_message, parse_address, parse_recipients, wire_bytes
 from imap_mcp.server.outgoing.sent_mailbox import (
@@ -22,7 +23,7 @@ from imap_mcp.server.outgoing.sent_mailbox import (
     sent_copy_exists,
     sent_mailbox,
 )
-from imapclient import IMAPClient
+from imap_mcp.server.reading.reader import MessageGone
 
 
 def ref_of(client: IMAPClient, mailbox: str, subject: str) -> MessageRef:

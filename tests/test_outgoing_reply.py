@@ -5,6 +5,7 @@ from __future__ import annotations
 from email.headerregistry import Address
 
 import pytest
+
 from imap_mcp.server.outgoing.compose import OutgoingError, check_buildable, describe_for_approval
 from imap_mcp.server.outgoing.reply import parse_original, reply_draft, reply_recipients, reply_subject
 

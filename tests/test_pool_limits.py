@@ -12,10 +12,11 @@ from collections.abc import Callable
 import anyio
 import pytest
 from harness import Account
+from imapclient import IMAPClient
+
 from imap_mcp.server.config import ImapSettings
 from imap_mcp.server.imap.connection import connect
 from imap_mcp.server.imap.pool import Examined, ImapPool, InMailbox
-from imapclient import IMAPClient
 
 pytestmark = pytest.mark.anyio
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 from harness import Account, structured
+from mcp import Client
+
 from imap_mcp.server.app import build_server
 from imap_mcp.server.imap.pool import ImapPool
-from mcp import Client
 
 pytestmark = pytest.mark.anyio
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from imap_mcp.server.config import load_settings
 
 BASE = {"IMAP_USERNAME": "me@example.com", "IMAP_PASSWORD": "pw"}

@@ -11,11 +11,12 @@ from typing import Any
 import httpx2
 import pytest
 from harness import Account, http_server
-from imap_mcp.server.imap.message_ids import MessageRef
 from load_balancer import round_robin
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult, ElicitRequest, ElicitResult, InputRequiredResult
+
+from imap_mcp.server.imap.message_ids import MessageRef
 
 pytestmark = pytest.mark.anyio
 

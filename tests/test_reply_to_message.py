@@ -6,12 +6,13 @@ from collections.abc import Callable
 
 import pytest
 from harness import MODES, Account, Person, append_message, error_text, structured
-from imap_mcp.server.app import build_server
-from imap_mcp.server.config import load_settings
-from imap_mcp.server.imap.message_ids import MessageRef
 from mcp import Client
 from mcp.types import ElicitResult, InputRequiredResult
 from smtp_capture import CaptureSMTP
+
+from imap_mcp.server.app import build_server
+from imap_mcp.server.config import load_settings
+from imap_mcp.server.imap.message_ids import MessageRef
 
 pytestmark = pytest.mark.anyio
 

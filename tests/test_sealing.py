@@ -13,6 +13,7 @@ import dataclasses
 import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
+
 from imap_mcp.sealing import (
     BadSeal,
     Claim,

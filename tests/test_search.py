@@ -9,10 +9,11 @@ from typing import Any
 
 import pytest
 from harness import MODES, Account, append_message, error_text, structured
-from imap_mcp.server.app import build_server
-from imap_mcp.server.imap.pool import ImapPool
-from imap_mcp.server.imap.message_ids import decode_id
 from mcp import Client
+
+from imap_mcp.server.app import build_server
+from imap_mcp.server.imap.message_ids import decode_id
+from imap_mcp.server.imap.pool import ImapPool
 
 pytestmark = pytest.mark.anyio
 

@@ -6,12 +6,13 @@ from email.message import EmailMessage
 
 import pytest
 from harness import Account, append_message, structured
+from imapclient import IMAPClient
+from mcp import Client
+
 from imap_mcp.server.app import build_server
 from imap_mcp.server.imap.pool import examine
 from imap_mcp.server.reading.search import SearchQuery, search_page
 from imap_mcp.server.reading.search_cache import OrderCache
-from imapclient import IMAPClient
-from mcp import Client
 
 pytestmark = pytest.mark.anyio
 

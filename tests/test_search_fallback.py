@@ -8,11 +8,12 @@ from typing import Any
 
 import pytest
 from harness import Account, new_account, start_dovecot, structured
+from mcp import Client
+from test_search import INBOX_NEWEST_FIRST
+
 from imap_mcp.server.app import build_server
 from imap_mcp.server.demo.dovecot import DEFAULT_CAPS, Dovecot
 from imap_mcp.server.demo.sample_mail import seed
-from mcp import Client
-from test_search import INBOX_NEWEST_FIRST
 
 pytestmark = pytest.mark.anyio
 

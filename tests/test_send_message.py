@@ -9,11 +9,12 @@ from typing import Any, Literal
 import anyio
 import pytest
 from harness import MODES, Account, Person, error_text, pool_without, stdio_params, structured
-from imap_mcp.server.app import build_server
-from imap_mcp.server.config import Settings, load_settings
 from mcp import Client
 from mcp.types import CallToolResult, ElicitResult, InputRequiredResult
 from smtp_capture import SENDER, CaptureSMTP, Gate
+
+from imap_mcp.server.app import build_server
+from imap_mcp.server.config import Settings, load_settings
 
 pytestmark = pytest.mark.anyio
 

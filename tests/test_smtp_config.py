@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from imap_mcp.server.config import ConfigError, Secret, load_settings
 
 IMAP = {

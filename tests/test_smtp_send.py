@@ -6,11 +6,12 @@ import datetime as dt
 from email.headerregistry import Address
 
 import pytest
+from smtp_capture import CaptureSMTP
+
 from imap_mcp.server.config import SmtpSettings, load_settings
 from imap_mcp.server.demo.dovecot import free_port
 from imap_mcp.server.outgoing.compose import Draft, build_message, parse_recipients
 from imap_mcp.server.outgoing.smtp import SendFailed, send
-from smtp_capture import CaptureSMTP
 
 LOGIN = ("sender@example.org", "smtp-pw-5c1e")
 SECRET_SUBJECT = "Quarterly numbers, do not forward"

@@ -20,6 +20,7 @@ import pytest
 from harness import new_account, spec_fixture_server
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from imap_mcp.server.demo.dovecot import Dovecot
 
 MODERN = "2026-07-28"

@@ -16,10 +16,10 @@ from email.utils import format_datetime, make_msgid
 from imapclient import IMAPClient
 
 from imap_mcp.server.changes.messages import ChangeRefused, existing_uids, open_source
-from imap_mcp.server.imap.mailboxes import list_mailboxes
 from imap_mcp.server.imap.lookup import Target as Messages
-from imap_mcp.server.outgoing.compose import check_body, check_subject, parse_address, unique_recipients, wire_bytes
+from imap_mcp.server.imap.mailboxes import list_mailboxes
 from imap_mcp.server.imap.uid_sets import compress
+from imap_mcp.server.outgoing.compose import check_body, check_subject, parse_address, unique_recipients, wire_bytes
 
 _APPENDUID = re.compile(rb"\[APPENDUID (\d+) (\d+)\]")
 

@@ -15,12 +15,12 @@ from __future__ import annotations
 import imaplib
 from typing import Literal
 
-from imap_mcp.sealing import Target
 from imapclient import IMAPClient
 
-from imap_mcp.server.imap.pool import NoSuchMailbox
+from imap_mcp.sealing import Target
 from imap_mcp.server.changes.messages import ChangeRefused, TargetChanged
 from imap_mcp.server.imap.mailboxes import MailboxInfo, list_mailboxes
+from imap_mcp.server.imap.pool import NoSuchMailbox
 
 FolderOperation = Literal["delete_mailbox", "rename_mailbox"]
 _STATUS = [b"UIDVALIDITY", b"UIDNEXT", b"MESSAGES"]

@@ -28,16 +28,16 @@ import imaplib
 from dataclasses import dataclass
 from typing import Literal
 
-from imap_mcp.sealing import Target
 from imapclient import IMAPClient
 
-from imap_mcp.server.imap.fetch import split_uid_set
-from imap_mcp.server.imap.pool import NoSuchMailbox, examine
+from imap_mcp.sealing import Target
 from imap_mcp.server.changes.copies import already_copied
-from imap_mcp.server.imap.mailboxes import list_mailboxes
-from imap_mcp.server.imap.message_ids import StaleMessageId
+from imap_mcp.server.imap.fetch import split_uid_set
 from imap_mcp.server.imap.lookup import Target as Messages
 from imap_mcp.server.imap.lookup import check_target
+from imap_mcp.server.imap.mailboxes import list_mailboxes
+from imap_mcp.server.imap.message_ids import StaleMessageId
+from imap_mcp.server.imap.pool import NoSuchMailbox, examine
 from imap_mcp.server.imap.uid_sets import compress, expand
 
 Operation = Literal["trash", "delete_permanently", "move", "copy"]

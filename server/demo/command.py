@@ -10,8 +10,8 @@ import sys
 from imap_mcp.server.app import build_server
 from imap_mcp.server.config import ImapSettings, Secret, Settings
 from imap_mcp.server.demo.dovecot import Dovecot, DovecotError
-from imap_mcp.server.imap.connection import close, connect
 from imap_mcp.server.demo.sample_mail import seed
+from imap_mcp.server.imap.connection import close, connect
 from imap_mcp.server.transports import MCP_PATH, run_http
 
 DEMO_USER = "demo"

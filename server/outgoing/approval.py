@@ -14,7 +14,6 @@ import json
 
 from imap_mcp.protocol import ApprovalRequest
 from imap_mcp.sealing import Target
-
 from imap_mcp.server.imap.message_ids import MessageRef
 from imap_mcp.server.outgoing.compose import Draft, describe_for_approval
 

@@ -20,8 +20,8 @@ from imapclient import IMAPClient
 
 from imap_mcp.server.imap.mailboxes import list_mailboxes
 from imap_mcp.server.imap.message_ids import MessageRef, StaleMessageId, check_uidvalidity
-from imap_mcp.server.reading.reader import MessageGone
 from imap_mcp.server.outgoing.reply import HEADER_FIELDS, Original, parse_original
+from imap_mcp.server.reading.reader import MessageGone
 
 SEEN = b"\\Seen"
 ANSWERED = b"\\Answered"

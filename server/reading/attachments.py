@@ -22,8 +22,8 @@ from imapclient import IMAPClient
 from pydantic import BaseModel, Field
 
 from imap_mcp.server.imap.fetch import fetch
-from imap_mcp.server.imap.pool import Examined
 from imap_mcp.server.imap.lookup import Target, check_target
+from imap_mcp.server.imap.pool import Examined
 from imap_mcp.server.reading.parts import Part, attachments, decoded_stream, parse_structure
 from imap_mcp.server.reading.reader import MessageGone
 

@@ -17,9 +17,9 @@ from imapclient import IMAPClient
 from pydantic import BaseModel, Field
 
 from imap_mcp.server.imap.fetch import fetch
-from imap_mcp.server.imap.pool import Examined
-from imap_mcp.server.imap.message_ids import MessageRef
 from imap_mcp.server.imap.lookup import Target, check_target
+from imap_mcp.server.imap.message_ids import MessageRef
+from imap_mcp.server.imap.pool import Examined
 from imap_mcp.server.reading.parts import (
     Node,
     Part,

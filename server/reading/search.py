@@ -23,11 +23,11 @@ from imapclient.response_parser import parse_message_list
 from pydantic import BaseModel, Field
 
 from imap_mcp.server.imap.fetch import esearch_all, fetch
-from imap_mcp.server.imap.pool import Examined
 from imap_mcp.server.imap.message_ids import MessageRef
+from imap_mcp.server.imap.pool import Examined
+from imap_mcp.server.imap.uid_sets import expand
 from imap_mcp.server.reading.parts import attachments, decode_words, parse_structure
 from imap_mcp.server.reading.search_cache import OrderCache
-from imap_mcp.server.imap.uid_sets import expand
 
 SUMMARY_ITEMS = ("FLAGS", "INTERNALDATE", "RFC822.SIZE", "ENVELOPE", "BODYSTRUCTURE")
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from imap_mcp.protocol import Guard, TokenIssued
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, InputRequiredResult
 from pydantic import BaseModel, Field
 
-from imap_mcp.server.guard import message_change_request
-from imap_mcp.server.imap.pool import ImapPool
+from imap_mcp.protocol import Guard, TokenIssued
 from imap_mcp.server.changes.messages import Operation, execute_message_change, plan_message_change
-from imap_mcp.server.imap.message_ids import MessageRef, encode_id
+from imap_mcp.server.guard import message_change_request
 from imap_mcp.server.imap.lookup import Target as Messages
+from imap_mcp.server.imap.message_ids import MessageRef, encode_id
+from imap_mcp.server.imap.pool import ImapPool
 from imap_mcp.server.tools.changes_common import changing, log_change, on_change, one_mailbox, text_result
 from imap_mcp.server.tools.deprecated import DeprecatedMailbox, DeprecatedUids
 

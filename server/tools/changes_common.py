@@ -10,13 +10,13 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel
 
-from imap_mcp.server.imap.pool import ImapPool, NoSuchMailbox
-from imap_mcp.server.logs import get_logger
 from imap_mcp.server.changes.messages import ChangeRefused
-from imap_mcp.server.imap.message_ids import InvalidMessageId, StaleMessageId
 from imap_mcp.server.imap.lookup import Target as Messages
 from imap_mcp.server.imap.lookup import resolve_targets
+from imap_mcp.server.imap.message_ids import InvalidMessageId, StaleMessageId
+from imap_mcp.server.imap.pool import ImapPool, NoSuchMailbox
 from imap_mcp.server.imap.uid_sets import compress
+from imap_mcp.server.logs import get_logger
 from imap_mcp.server.tools.errors import on_mailbox
 
 T = TypeVar("T")

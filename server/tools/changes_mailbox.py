@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from imap_mcp.protocol import Guard, TokenIssued
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, InputRequiredResult
 from pydantic import BaseModel, Field
 
+from imap_mcp.protocol import Guard, TokenIssued
+from imap_mcp.server.changes.folders import FolderOperation, create_folder, execute_folder_change, plan_folder_change
 from imap_mcp.server.guard import delete_mailbox_request, rename_mailbox_request
 from imap_mcp.server.imap.pool import ImapPool
-from imap_mcp.server.changes.folders import FolderOperation, create_folder, execute_folder_change, plan_folder_change
 from imap_mcp.server.tools.changes_common import changing, log_change, on_change, text_result
 
 Action = Literal["create", "rename", "delete"]

@@ -9,9 +9,9 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import AfterValidator, BaseModel, Field
 
-from imap_mcp.server.imap.pool import ImapPool
 from imap_mcp.server.changes.flags_drafts import append_draft, draft_message, set_flags
 from imap_mcp.server.imap.message_ids import MessageRef, encode_id
+from imap_mcp.server.imap.pool import ImapPool
 from imap_mcp.server.outgoing.compose import OutgoingError
 from imap_mcp.server.tools.changes_common import changing, log_change, on_change, one_mailbox
 from imap_mcp.server.tools.deprecated import DeprecatedMailbox, DeprecatedUids

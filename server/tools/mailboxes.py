@@ -8,8 +8,8 @@ from imapclient import IMAPClient
 from mcp.server.mcpserver import MCPServer
 from pydantic import BaseModel, Field
 
-from imap_mcp.server.imap.pool import ImapPool
 from imap_mcp.server.imap.mailboxes import MailboxInfo, list_mailboxes, with_counts
+from imap_mcp.server.imap.pool import ImapPool
 from imap_mcp.server.tools.annotations import read_only
 from imap_mcp.server.tools.errors import on_mailbox
 

@@ -19,6 +19,9 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import BlobResourceContents, CallToolResult, EmbeddedResource, TextContent, ToolAnnotations
 from pydantic import Field
 
+from imap_mcp.server.imap.lookup import Target, resolve_one
+from imap_mcp.server.imap.message_ids import InvalidMessageId, MessageRef, StaleMessageId
+from imap_mcp.server.imap.pool import Examined, ImapPool, InMailbox, NoSuchMailbox
 from imap_mcp.server.reading.attachments import (
     INLINE_LIMIT_BYTES,
     AttachmentFile,
@@ -30,9 +33,6 @@ from imap_mcp.server.reading.attachments import (
     message_attachments,
     write_part,
 )
-from imap_mcp.server.imap.pool import Examined, ImapPool, InMailbox, NoSuchMailbox
-from imap_mcp.server.imap.message_ids import InvalidMessageId, MessageRef, StaleMessageId
-from imap_mcp.server.imap.lookup import Target, resolve_one
 from imap_mcp.server.reading.reader import MessageContent, MessageGone, read_message
 from imap_mcp.server.reading.search import SearchPage, SearchQuery, search_page
 from imap_mcp.server.reading.search_cache import OrderCache

@@ -36,19 +36,19 @@ from email.message import EmailMessage
 from typing import Annotated, Literal, TypeVar
 
 import anyio.to_thread
-from imap_mcp.protocol import Approved, Channel, Guard, TokenIssued
 from imapclient import IMAPClient
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, InputRequiredResult
 from pydantic import BaseModel, Field
 
+from imap_mcp.protocol import Approved, Channel, Guard, TokenIssued
 from imap_mcp.server.config import SmtpSettings
+from imap_mcp.server.imap.lookup import current_ref, resolve_one
+from imap_mcp.server.imap.message_ids import InvalidMessageId, MessageRef, StaleMessageId
 from imap_mcp.server.imap.pool import ImapPool
 from imap_mcp.server.logs import get_logger
-from imap_mcp.server.imap.message_ids import InvalidMessageId, MessageRef, StaleMessageId
-from imap_mcp.server.imap.lookup import current_ref, resolve_one
-from imap_mcp.server.reading.reader import MessageGone
+from imap_mcp.server.outgoing.approval import send_request
 from imap_mcp.server.outgoing.compose import (
     MAX_RECIPIENTS,
     MAX_SUBJECT_LENGTH,
@@ -63,7 +63,7 @@ from imap_mcp.server.outgoing.compose import (
     parse_recipients,
     wire_bytes,
 )
-from imap_mcp.server.outgoing.approval import send_request
+from imap_mcp.server.outgoing.reply import reply_draft
 from imap_mcp.server.outgoing.sent_mailbox import (
     SENDING,
     NoAppendUid,
@@ -78,8 +78,8 @@ from imap_mcp.server.outgoing.sent_mailbox import (
     sent_copy_exists,
 )
 from imap_mcp.server.outgoing.sent_mailbox import sent_mailbox as find_sent_mailbox
-from imap_mcp.server.outgoing.reply import reply_draft
 from imap_mcp.server.outgoing.smtp import SendFailed, send
+from imap_mcp.server.reading.reader import MessageGone
 from imap_mcp.server.tools.changes import ConfirmToken
 from imap_mcp.server.tools.changes_common import changing, text_result
 from imap_mcp.server.tools.deprecated import DeprecatedMailbox, DeprecatedUid

@@ -6,8 +6,9 @@ from collections.abc import Iterator
 
 import pytest
 from harness import new_account, spec_fixture_server
-from imap_mcp.server.demo.dovecot import Dovecot
 from pinned_suite import Harness, installed_harness
+
+from imap_mcp.server.demo.dovecot import Dovecot
 
 
 @pytest.fixture(scope="session")
