@@ -66,7 +66,12 @@ class ApprovalRequest:
 
 @dataclass(frozen=True)
 class Approved:
+    """Run the change. `identity` names this approval (from the verified seal, the same on every replay
+    of it; None for a pushed dialog, which has no seal): derive idempotency keys from it, never from
+    the text of the state or token the call carried."""
+
     channel: Channel
+    identity: str | None = None
 
 
 @dataclass(frozen=True)
@@ -124,13 +129,14 @@ class Guard:
         principal = self._principal_of(ctx)
         if ctx.request_state is not None:
             try:
-                self._states.verify(ctx.request_state, request.claim, principal)
+                opened = self._states.verify(ctx.request_state, request.claim, principal)
             except SealError as exc:
                 logger.info("approval state for %s gave no answer (%s): asking again", request.tool, exc)
                 return self._ask(request, principal)
             answer = (ctx.input_responses or {}).get(texts.QUESTION_KEY)
             if isinstance(answer, ElicitResult):
-                return self._judge(request, answer.action, (answer.content or {}).get(texts.APPROVE_FIELD))
+                ticked = (answer.content or {}).get(texts.APPROVE_FIELD)
+                return self._judge(request, answer.action, ticked, Approved(Channel.DIALOG, opened.identity))
         return self._ask(request, principal)
 
     def _ask(self, request: ApprovalRequest, principal: str | None) -> InputRequiredResult:
@@ -141,12 +147,13 @@ class Guard:
         )
 
     @staticmethod
-    def _judge(request: ApprovalRequest, action: str, ticked: object, channel: Channel = Channel.DIALOG) -> Approved:
+    def _judge(request: ApprovalRequest, action: str, ticked: object, approval: Approved) -> Approved:
+        """`approval` if the person accepted with the box ticked (JSON `true`, nothing else); else a refusal."""
         if action != "accept":
             raise ToolError(texts.declined(request.summary, action))
         if ticked is not True:
             raise ToolError(texts.not_ticked(request.summary))
-        return Approved(channel)
+        return approval
 
     async def _push(self, ctx: Context, request: ApprovalRequest) -> Approved:
         """2025-11-25 with a back channel: push the dialog and wait for the person."""
@@ -154,8 +161,10 @@ class Guard:
             answer = await ctx.elicit(request.question, texts.ApprovalForm)
         except MCPError as exc:
             raise ToolError(texts.dialog_failed(request.summary, exc.error.message)) from None
+        except ValueError:  # accepted, but the box is not JSON `true` (e.g. "yes" or 1): not a tick
+            raise ToolError(texts.not_ticked(request.summary)) from None
         ticked = answer.data.approve if isinstance(answer, AcceptedElicitation) else None
-        return self._judge(request, answer.action, ticked, Channel.PUSH)
+        return self._judge(request, answer.action, ticked, Approved(Channel.PUSH))
 
     def _token(self, ctx: Context, request: ApprovalRequest, confirm_token: str | None) -> Approved | TokenIssued:
         """No dialog: the first call returns a sealed token; the same call with it runs."""
@@ -167,11 +176,11 @@ class Guard:
                 token, texts.token_issued(request.tool, request.summary, token, TOKEN_TTL, self._why(request))
             )
         try:
-            self._tokens.verify(confirm_token, claim, principal)
+            opened = self._tokens.verify(confirm_token, claim, principal)
         except SealError as exc:
             logger.info("confirm_token for %s refused (%s)", request.tool, exc)
             raise ToolError(texts.token_refused(request.tool, request.summary)) from None
-        return Approved(Channel.TOKEN)
+        return Approved(Channel.TOKEN, opened.identity)
 
     def _why(self, request: ApprovalRequest) -> str:
         if not request.dialog:

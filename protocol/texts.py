@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, StrictBool
 
 #: the `inputRequests` key of the approval dialog, and the form's one field
 QUESTION_KEY = "approval"
@@ -16,7 +16,8 @@ APPROVE_DESCRIPTION = "Tick to approve exactly the change described above. Leave
 class ApprovalForm(BaseModel):
     """The push-era form: one required boolean the person must tick."""
 
-    approve: bool = Field(title=APPROVE_TITLE, description=APPROVE_DESCRIPTION)
+    # strict, as on the 2026-07-28 path: only JSON `true` is a ticked box, never "yes", "true" or 1
+    approve: StrictBool = Field(title=APPROVE_TITLE, description=APPROVE_DESCRIPTION)
 
 
 def approval_schema() -> dict[str, Any]:

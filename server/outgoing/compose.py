@@ -5,8 +5,9 @@ through string concatenation: an address must parse as exactly one plain mailbox
 header value with a line break or another control character is refused (`HeaderInjection`)
 rather than cleaned, so what a person approves is exactly what is sent.
 
-The Message-ID of a sent message is derived from its approval (`message_id_for`): a replay of
-an approved call carries the same approval, hence the same Message-ID, which is how the sending
+The Message-ID of a sent message is derived from its approval (`message_id_for`, from the
+approval's verified identity, never the text of its token): a replay of an approved call carries
+the same approval, hence the same Message-ID, which is how the sending
 tools find out, from the Sent mailbox alone, that it was already sent.
 """
 

@@ -5,7 +5,8 @@ body (`outgoing_approval`). The message is built before anyone is asked, so what
 written as mail is refused then, never after the approval.
 
 Sent exactly once, with no state on the server: the Message-ID is derived from the approval the
-call carries (the sealed dialog state, or the confirm_token), so every replay of an approved call
+call carries (the verified content of the sealed dialog state or the confirm_token, which opens in
+one spelling only; never from their text), so every replay of an approved call
 (a client or gateway sending the same retry twice, even at the same time) builds the same message,
 and the IMAP server's Sent mailbox decides which attempt sends it:
 
@@ -139,10 +140,10 @@ async def _on_mailbox(pool: ImapPool, operation: Callable[[IMAPClient], T], retr
         raise _nothing_sent(exc) from None
 
 
-def _approval_evidence(ctx: Context, decision: Approved, confirm_token: str | None) -> bytes:
-    """What identifies this approval on every replay of the call: the sealed state or token it carries."""
-    carried = {Channel.DIALOG: ctx.request_state, Channel.TOKEN: confirm_token}.get(decision.channel)
-    return carried.encode() if carried else secrets.token_bytes(32)
+def _approval_evidence(decision: Approved) -> bytes:
+    """What identifies this approval on every replay of the call: its verified content (never the text of the
+    state or token, which could be spelled another way); a pushed dialog, which has no seal, is new each time."""
+    return decision.identity.encode() if decision.identity else secrets.token_bytes(32)
 
 
 def _nothing_sent(exc: Exception) -> ToolError:
@@ -218,7 +219,7 @@ class Sender:
                 status="confirmation_required", message_id=None, recipients=count, confirm_token=decision.token
             )
             return text_result(decision.text, pending)
-        message_id = message_id_for(_approval_evidence(ctx, decision, confirm_token), self.from_address)
+        message_id = message_id_for(_approval_evidence(decision), self.from_address)
         attempt = _attempt(draft, message_id, sent_box, save_to_sent, decision.channel)
         result = await self._send_once(attempt)
         if result.status != "sent":
