@@ -8,11 +8,10 @@ mailbox, message counts), and what the change does to the mailbox.
 
 from __future__ import annotations
 
-import json
-
 from mcp.server.request_state import authenticated_principal
 
 from imap_mcp.protocol import ApprovalRequest, Guard, PrincipalHook
+from imap_mcp.protocol.texts import shown, word
 from imap_mcp.sealing import KeyRing, Target
 from imap_mcp.server.config import Settings
 from imap_mcp.server.imap.uid_sets import compress
@@ -39,11 +38,6 @@ def start_lines(settings: Settings) -> list[str]:
     if not settings.elicitation:
         lines.append(ELICITATION_OFF_LINE)
     return lines
-
-
-def quoted(name: str) -> str:
-    """A mailbox name as a JSON string: control characters escaped, so a name cannot forge lines."""
-    return json.dumps(name, ensure_ascii=False)
 
 
 def shown_uids(uids: tuple[int, ...]) -> str:
@@ -97,8 +91,8 @@ def message_change_request(tool: str, target: Target) -> ApprovalRequest:
     question, effect = _MESSAGE_CHANGES[target.operation]
     values = {
         "n": messages(len(target.uids)),
-        "src": quoted(target.source),
-        "dst": quoted(target.destination or ""),
+        "src": shown(target.source),
+        "dst": shown(target.destination or ""),
     }
     uid_line = f"UIDs in {values['src']} (UIDVALIDITY {target.source_uidvalidity}): {shown_uids(target.uids)}"
     text = "\n".join(
@@ -106,7 +100,7 @@ def message_change_request(tool: str, target: Target) -> ApprovalRequest:
             question.format(**values),
             uid_line,
             effect.format(**values),
-            f"Account: {target.account}",
+            f"Account: {word(target.account)}",
             _message_provenance(target.operation, values["dst"]),
         ]
     )
@@ -119,13 +113,13 @@ def message_change_request(tool: str, target: Target) -> ApprovalRequest:
 
 
 def delete_mailbox_request(tool: str, target: Target) -> ApprovalRequest:
-    name = quoted(target.source)
+    name = shown(target.source)
     held = messages(target.source_messages or 0)
     text = "\n".join(
         [
             f"Delete the mailbox {name} and the {held} in it?",
             "This cannot be undone: the mailbox and every message in it are gone for good.",
-            f"Account: {target.account}",
+            f"Account: {word(target.account)}",
             provenance("the mailbox name", "the message count"),
         ]
     )
@@ -133,5 +127,5 @@ def delete_mailbox_request(tool: str, target: Target) -> ApprovalRequest:
 
 
 def rename_mailbox_request(tool: str, target: Target) -> ApprovalRequest:
-    summary = f"rename mailbox {quoted(target.source)} to {quoted(target.destination or '')}"
+    summary = f"rename mailbox {shown(target.source)} to {shown(target.destination or '')}"
     return ApprovalRequest(tool=tool, target=target, question=summary, summary=summary, dialog=False)
