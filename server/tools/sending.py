@@ -206,7 +206,8 @@ class Sender:
     ) -> CallToolResult | InputRequiredResult:
         sent_box = await _on_mailbox(self.pool, find_sent_mailbox)  # before asking: without it nothing is sent
         try:
-            check_buildable(draft)  # before asking: what cannot be written as mail is refused now
+            # before asking: what cannot be written as mail is refused now (in a thread: linear in the body)
+            await anyio.to_thread.run_sync(check_buildable, draft)
         except OutgoingError as exc:
             raise _nothing_sent(exc) from None
         request = send_request(tool, self.pool.settings.account, draft, original)
@@ -220,7 +221,7 @@ class Sender:
             )
             return text_result(decision.text, pending)
         message_id = message_id_for(_approval_evidence(decision), self.from_address)
-        attempt = _attempt(draft, message_id, sent_box, save_to_sent, decision.channel)
+        attempt = await anyio.to_thread.run_sync(_attempt, draft, message_id, sent_box, save_to_sent, decision.channel)
         result = await self._send_once(attempt)
         if result.status != "sent":
             get_logger().info("send held back: %s message_id=%s status=%s", request.tool, message_id, result.status)
