@@ -36,6 +36,7 @@ from imapclient.exceptions import IMAPClientError
 
 from imap_mcp.server.config import ImapSettings
 from imap_mcp.server.imap.connection import MailboxUnavailable, close, connect
+from imap_mcp.server.imap.deadline import Deadline, watch
 
 T = TypeVar("T")
 
@@ -48,6 +49,10 @@ CONNECTION_ERRORS: tuple[type[BaseException], ...] = (
     EOFError,
     BrokenPipeError,
 )
+
+
+class _Lost(Exception):
+    """A connection dropped during an attempt (it is closed already)."""
 
 
 class NoSuchMailbox(Exception):
@@ -149,6 +154,7 @@ class ImapPool:
             close(item.client)
         if chosen is None:
             return None
+        watch(chosen.client.socket())
         if now - chosen.since > self._check_after and chosen.examined is None:
             # an examined connection gets its NOOP from `_examined` anyway
             try:
@@ -160,6 +166,7 @@ class ImapPool:
 
     def _open(self) -> _Connection:
         client = self._connector(self.settings)
+        watch(client.socket())
         with self._lock:
             self.opened += 1
         return _Connection(client, time.monotonic())
@@ -219,38 +226,63 @@ class ImapPool:
     def run_sync(self, operation: Operation[T], retry: bool = True) -> T:
         """Run `operation` on a connection of its own; retry once on a fresh one if a reused one dropped.
 
-        Pass `retry=False` for an operation that must not run twice (an APPEND, a send).
+        The whole of it, retry included, has `settings.timeout` seconds (`imap.deadline`): past that
+        its connection is shut down and `MailboxUnavailable` says so. Pass `retry=False` for an
+        operation that must not run twice (an APPEND, a send).
         """
-        with self._slots:
+        with self._slots, Deadline(self.settings.timeout) as deadline:
             connection = self._take_idle()
             reused = connection is not None
-            if connection is None:
-                connection = self._open()
             try:
-                result = self._attempt(connection, operation)
-            except CONNECTION_ERRORS:
-                close(connection.client)
+                return self._attempt_on(connection or self._open_within(deadline), operation, deadline)
+            except _Lost:
                 if not (reused and retry):
                     raise MailboxUnavailable(
                         f"The connection to the IMAP server {self.settings.host} was lost during the "
                         "operation; try again."
                     ) from None
-                connection = self._open()
-                try:
-                    result = self._attempt(connection, operation)
-                except CONNECTION_ERRORS:
-                    close(connection.client)
-                    raise MailboxUnavailable(
-                        f"The connection to the IMAP server {self.settings.host} was lost twice; try again later."
-                    ) from None
-                except BaseException:
-                    self._give_back(connection)
-                    raise
-            except BaseException:
+            try:
+                return self._attempt_on(self._open_within(deadline), operation, deadline)
+            except _Lost:
+                raise MailboxUnavailable(
+                    f"The connection to the IMAP server {self.settings.host} was lost twice; try again later."
+                ) from None
+
+    def _open_within(self, deadline: Deadline) -> _Connection:
+        try:
+            return self._open()
+        except (MailboxUnavailable, *CONNECTION_ERRORS):
+            if deadline.expired:
+                raise self._too_slow() from None
+            raise
+
+    def _attempt_on(self, connection: _Connection, operation: Operation[T], deadline: Deadline) -> T:
+        """Run `operation` on `connection` and give it back; one lost or past the deadline is closed instead."""
+        try:
+            result = self._attempt(connection, operation)
+        except CONNECTION_ERRORS:
+            close(connection.client)
+            if deadline.expired:
+                raise self._too_slow() from None
+            raise _Lost from None
+        except BaseException:
+            if not deadline.expired:
                 self._give_back(connection)
                 raise
+            close(connection.client)
+            raise self._too_slow() from None
+        if deadline.expired:  # it finished, but its socket is shut down
+            close(connection.client)
+        else:
             self._give_back(connection)
-            return result
+        return result
+
+    def _too_slow(self) -> MailboxUnavailable:
+        return MailboxUnavailable(
+            f"The IMAP server {self.settings.host} did not complete the operation within IMAP_TIMEOUT "
+            f"({self.settings.timeout:g} s), so it was stopped and its connection closed. Try again; a repeated change "
+            "does nothing twice. If the server is just slow, raise IMAP_TIMEOUT."
+        )
 
     async def run(self, operation: Operation[T], retry: bool = True) -> T:
         """`run_sync` in a worker thread, so the event loop never waits on the network."""
