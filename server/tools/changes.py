@@ -9,6 +9,7 @@ from mcp.types import CallToolResult, InputRequiredResult
 from pydantic import BaseModel, Field
 
 from imap_mcp.protocol import Guard, TokenIssued
+from imap_mcp.server.changes.claims import ChangeInProgress, lifetime
 from imap_mcp.server.changes.messages import Operation, execute_message_change, plan_message_change
 from imap_mcp.server.guard import message_change_request
 from imap_mcp.server.imap.lookup import Target as Messages
@@ -32,10 +33,11 @@ ConfirmToken = Annotated[
 
 
 class MessageChange(BaseModel):
-    status: Literal["done", "nothing_to_do", "confirmation_required"] = Field(
+    status: Literal["done", "nothing_to_do", "in_progress", "confirmation_required"] = Field(
         description="done: the change ran; nothing_to_do: nothing was left to change (the messages were gone "
-        "by the time it ran, or a copy found them all in the destination already); "
-        "confirmation_required: nothing ran yet, repeat the call with confirm_token."
+        "by the time it ran, or a copy found them all in the destination already); in_progress: another attempt "
+        "of this same approved change is running it right now, this call changed nothing (repeat it later to "
+        "learn the outcome); confirmation_required: nothing ran yet, repeat the call with confirm_token."
     )
     operation: Operation
     mailbox: str = Field(description="The source mailbox.")
@@ -71,7 +73,7 @@ async def change_messages(
     confirm_token: str | None,
 ) -> CallToolResult | InputRequiredResult:
     """Plan, ask, and run one message change; the common path of both tools."""
-    account = pool.settings.account
+    account, timeout = pool.settings.account, pool.settings.timeout
     target = await on_change(pool, lambda c: plan_message_change(c, account, selection, operation, destination))
     request = message_change_request(tool, target)
     decision = await guard.approve(ctx, request, confirm_token)
@@ -93,7 +95,21 @@ async def change_messages(
             confirm_token=decision.token,
         )
         return text_result(decision.text, pending)
-    report = await on_change(pool, lambda c: execute_message_change(c, target), retry=False)
+    try:
+        report = await on_change(pool, lambda c: execute_message_change(c, target, lifetime(timeout)), retry=False)
+    except ChangeInProgress as exc:
+        held_back = MessageChange(
+            status="in_progress",
+            operation=operation,
+            mailbox=target.source,
+            destination=target.destination,
+            count=0,
+            ids=[],
+            missing_ids=[],
+            new_ids=[],
+            approved_by=decision.channel.value,
+        )
+        return text_result(f"Nothing was changed by this call: {exc}. Repeat the call to learn the outcome.", held_back)
     if report.done:
         log_change(operation, target.source, report.done, decision.channel.value, target.destination)
     outcome = MessageChange(
