@@ -12,7 +12,8 @@ one connection (`to_server`: what the client sends; `to_client`: what the server
 - `cut`: both sides are closed at once, nothing more is forwarded;
 - `stall`: nothing more is forwarded in that direction (the other still flows) until the
   connection ends;
-- `trickle`: the rest of that direction goes one byte every `interval` seconds;
+- `trickle`: the rest of that direction goes one byte every `interval` seconds (with `until`:
+  only up to and including the next `until`, then at full speed again);
 - `reorder`: the rest of the line `after` ends (up to CRLF) is held and forwarded after the
   next line, so two lines arrive swapped.
 
@@ -44,6 +45,7 @@ class Fault:
     direction: Direction = "to_client"
     skip: int = 0
     interval: float = 0.05
+    until: bytes | None = None
     fired: bool = field(default=False, init=False)
     _seen: int = field(default=0, init=False)
 
@@ -58,6 +60,8 @@ class _Side:
     window: bytes = b""  #: the last bytes forwarded, so a pattern split across reads is still found
     mode: Action | None = None
     interval: float = 0.05
+    until: bytes | None = None
+    trickled: bytes = b""  #: trickle: the last bytes dripped, to see `until`
     held: bytes = b""  #: reorder: the held rest of a line
     pending: bytes = b""  #: reorder/trickle/stall: bytes not forwarded yet
 
@@ -144,8 +148,7 @@ class FaultProxy:
                     next_drip = time.monotonic() + min(s.interval for s in sides)
                     for side in sides:
                         if side.mode == "trickle" and side.pending:
-                            _send(side.sink, side.pending[:1])
-                            side.pending = side.pending[1:]
+                            _drip(side)
 
     def _forward(self, side: _Side, data: bytes) -> Action | None:
         """Forward `data` of one side, firing an armed fault where its pattern ends."""
@@ -161,7 +164,7 @@ class FaultProxy:
             return None
         _send(side.sink, data[:end])
         rest = data[end:]
-        side.mode, side.interval = fault.action, fault.interval
+        side.mode, side.interval, side.until = fault.action, fault.interval, fault.until
         if fault.action == "cut":
             return "cut"
         if fault.action == "reorder":
@@ -204,6 +207,16 @@ class FaultProxy:
             if best[0] is not None:
                 best[0].fired = True
         return best if best[0] is not None else (None, 0)
+
+
+def _drip(side: _Side) -> None:
+    """Forward one trickled byte; past `until`, forward the rest at once and stop trickling."""
+    _send(side.sink, side.pending[:1])
+    side.trickled = (side.trickled + side.pending[:1])[-64:]
+    side.pending = side.pending[1:]
+    if side.until is not None and side.trickled.endswith(side.until):
+        _send(side.sink, side.pending)
+        side.mode, side.pending = None, b""
 
 
 def _send(sock: socket.socket, data: bytes) -> None:

@@ -150,10 +150,15 @@ async def test_concurrent_answers_to_one_approved_copy_copy_once(account: Accoun
 async def test_without_move_concurrent_answers_move_each_message_once(
     account: Account, tool: str, arguments: dict[str, Any]
 ) -> None:
+    """The first COPY's answer trickles in, so every other answer runs while its messages are in both mailboxes."""
     ids = message_ids(account, "INBOX")[:5]
     before = census(account)
-    server = build_server(account.settings(), pool=pool_without(account, ("MOVE",)))  # type: ignore[arg-type]
-    results = await _answered_at_once(server, tool, {**arguments, "ids": ids})
+    with through_proxy(account) as proxy:
+        proxy.inject(Fault(b"] Copy completed", "trickle", interval=0.1, until=b"\r\n"))
+        pool = pool_without(account, ("MOVE",), settings=proxied(account, proxy, timeout=30))
+        server = build_server(Settings(imap=pool.settings), pool=pool)  # type: ignore[attr-defined]
+        results = await _answered_at_once(server, tool, {**arguments, "ids": ids})
+        pool.close_all()  # type: ignore[attr-defined]
     assert _ran_once(results, account)["count"] == 5
     assert census(account) == before  # nothing lost, nothing twice
     assert not set(ids) & set(message_ids(account, "INBOX"))
