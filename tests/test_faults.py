@@ -20,10 +20,12 @@ from harness import Account, Person, error_text, message_ids, pool_without, stru
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
 from mcp.types import ElicitResult, InputRequiredResult
+from smtp_capture import SENDER, CaptureSMTP
 
 from imap_mcp.server.app import build_server
-from imap_mcp.server.config import ImapSettings, Settings
+from imap_mcp.server.config import ImapSettings, Settings, load_settings
 from imap_mcp.server.imap.pool import ImapPool
+from imap_mcp.server.outgoing.sent_mailbox import SENDING, UNCONFIRMED
 
 pytestmark = pytest.mark.anyio
 
@@ -164,12 +166,12 @@ async def test_without_move_concurrent_answers_move_each_message_once(
     assert not set(ids) & set(message_ids(account, "INBOX"))
 
 
-async def _until_not_in_progress(call: Callable[[], Awaitable[Any]]) -> dict[str, Any]:
+async def _until_not_in_progress(call: Callable[[], Awaitable[Any]], waiting: str = "in_progress") -> dict[str, Any]:
     """Repeat `call` while another (dead) attempt's claim is still live; its result once it ran."""
     with anyio.fail_after(HANG_GUARD):
         while True:
             result = structured(await call())
-            if result["status"] != "in_progress":
+            if result["status"] != waiting:
                 return result
             await anyio.sleep(0.5)
 
@@ -198,3 +200,70 @@ async def test_without_move_a_replay_after_a_cut_after_copy_completes_the_move(a
     assert replayed["status"] == "done" and replayed["count"] == 3
     assert census(account, claims=True) == before  # the dead attempt's claim is gone too
     assert not set(ids) & set(message_ids(account, "INBOX"))
+
+
+# --- one approval, one send: a lost SMTP answer, a cut right after the claim in Sent ---
+
+MESSAGE = {"to": ["alice@example.com"], "subject": "Lunch on Friday", "body": "Friday at noon?\n"}
+
+
+def sent_flags(account: Account) -> list[set[bytes]]:
+    """The flags (without \\Recent) of every message imap-mcp filed in Sent."""
+    client = account.imap()
+    try:
+        client.select_folder("Sent", readonly=True)
+        fetched = client.fetch(client.search(["HEADER", "Message-ID", ".imap-mcp@example.org>"]), ["FLAGS"]).values()
+        return [set(found[b"FLAGS"]) - {b"\\Recent"} for found in fetched]
+    finally:
+        client.logout()
+
+
+async def _answer_twice_then_until(
+    server: MCPServer, first_check: Callable[[Any], None], waiting: str
+) -> dict[str, Any]:
+    """Ask once; the first answer is checked by `first_check`; then the same answer repeated until settled."""
+    async with Client(server, mode="2026-07-28", elicitation_callback=Person()) as client:
+        asked = await client.session.call_tool("send_message", MESSAGE, allow_input_required=True)
+        assert isinstance(asked, InputRequiredResult)
+
+        async def answer() -> Any:
+            return await client.session.call_tool(
+                "send_message", MESSAGE, input_responses=YES, request_state=asked.request_state
+            )
+
+        first_check(await answer())
+        return await _until_not_in_progress(answer, waiting)
+
+
+async def test_a_send_whose_smtp_answer_is_lost_is_not_sent_again_on_replay(account: Account) -> None:
+    """The proxy holds everything the SMTP server says after its go-ahead for the data, so its 250 never arrives."""
+    with CaptureSMTP(auth=(account.username, account.password)) as smtp, FaultProxy(smtp.port) as proxy:
+        proxy.inject(Fault(b"354 End data with <CR><LF>.<CR><LF>\r\n", "stall"))
+        env = account.env(**{**smtp.env(), "SMTP_PORT": str(proxy.port)}, SMTP_FROM=SENDER, SMTP_TIMEOUT="2")
+        first: list[dict[str, Any]] = []
+        replayed = await _answer_twice_then_until(
+            build_server(load_settings(env)), lambda r: first.append(structured(r)), "being_sent"
+        )
+    assert first[0]["status"] == "unconfirmed" and "answer never came" in " ".join(first[0]["problems"])
+    assert replayed["status"] == "already_sent"
+    assert [m["Message-ID"] for m in smtp.messages] == [first[0]["message_id"]]  # delivered once, never again
+    assert sent_flags(account) == [{b"\\Seen", UNCONFIRMED}]
+
+
+async def test_a_cut_right_after_the_sends_claim_is_released_and_sent_once(account: Account) -> None:
+    """The claim is filed, then the connection drops: not `being_sent` for ever, no record of a send that never was."""
+    with CaptureSMTP(auth=(account.username, account.password)) as smtp, through_proxy(account) as proxy:
+        proxy.inject(Fault(b"] Append completed", "cut"))
+        imap = proxied(account, proxy)
+        pool = ImapPool(imap)
+        settings = dataclasses.replace(load_settings(account.env(**smtp.env(), SMTP_FROM=SENDER)), imap=imap)
+
+        def lost(result: Any) -> None:
+            assert "lost" in error_text(result) and smtp.messages == []
+            assert sent_flags(account) == [{b"\\Seen", SENDING}]  # the dead attempt's claim
+
+        sent = await _answer_twice_then_until(build_server(settings, pool=pool), lost, "being_sent")
+        pool.close_all()
+    assert sent["status"] == "sent"
+    assert [m["Message-ID"] for m in smtp.messages] == [sent["message_id"]]
+    assert sent_flags(account) == [{b"\\Seen"}]  # one true record, the stale claim removed
