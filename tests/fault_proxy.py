@@ -14,8 +14,8 @@ one connection (`to_server`: what the client sends; `to_client`: what the server
   connection ends;
 - `trickle`: the rest of that direction goes one byte every `interval` seconds (with `until`:
   only up to and including the next `until`, then at full speed again);
-- `reorder`: the rest of the line `after` ends (up to CRLF) is held and forwarded after the
-  next line, so two lines arrive swapped.
+- `reorder`: the line `after` is in is held and forwarded after the next line, so two lines
+  arrive swapped (`after` should lie in one read, as a short line does).
 
 Faults are armed once each (`inject` adds one; `fired` tells which went off). No timing is
 asserted anywhere: a test waits on results, never on the clock.
@@ -162,6 +162,9 @@ class FaultProxy:
             _send(side.sink, data)
             side.window = (side.window + data)[-4096:]
             return None
+        if fault.action == "reorder":  # hold from the start of the line the pattern is in
+            line_break = data.rfind(b"\r\n", 0, max(0, end - len(fault.after)))
+            end = line_break + 2 if line_break >= 0 else 0
         _send(side.sink, data[:end])
         rest = data[end:]
         side.mode, side.interval, side.until = fault.action, fault.interval, fault.until

@@ -15,9 +15,9 @@ for `lifetime` seconds after its INTERNALDATE, compared with the INTERNALDATE of
 attempt's own claim: both are the server's clock, so replicas' clocks do not matter. The change
 runs as one pool operation, stopped at IMAP_TIMEOUT (`imap.deadline`), so `lifetime` is twice
 that: a claim older cannot belong to a running attempt. A stale claim is ignored and removed by
-the next attempt, which also learns where the dead attempt stood: whatever the destination holds
-above the stale claim's UID was put there by it (`Standing.floor`), so a move interrupted after
-its COPY is completed instead of copied again.
+the next change into that mailbox; the next attempt of the same change also learns where the
+dead attempt stood: whatever the destination holds above the stale claim's UID was put there by
+it (`Standing.floor`), so a move interrupted after its COPY is completed instead of copied again.
 
 Without UIDPLUS there is no APPENDUID and no claim: concurrent copies are then not excluded
 (a move then needs MOVE, which is atomic on the server).
@@ -38,6 +38,8 @@ SEEN = b"\\Seen"
 DELETED = b"\\Deleted"
 #: the keyword of a claim message (for people and other clients; nothing relies on it)
 CLAIM = b"$ImapMcpClaim"
+#: what the Message-ID of every claim ends with, before its closing `>`
+CLAIM_DOMAIN = "@imap-mcp.invalid"
 #: a claim is live for this many times IMAP_TIMEOUT
 LIFETIME_PER_TIMEOUT = 2
 _APPENDUID = re.compile(rb"\[APPENDUID (\d+) (\d+)\]")
@@ -63,7 +65,7 @@ class Standing:
 
 def claim_message_id(target: Target) -> str:
     """The Message-ID every attempt of this approved change gives its claim."""
-    return f"<claim.{fingerprint(target)[:40]}@imap-mcp.invalid>"
+    return f"<claim.{fingerprint(target)[:40]}{CLAIM_DOMAIN}>"
 
 
 def lifetime(timeout: float) -> float:
@@ -95,10 +97,12 @@ def _claim_message(message_id: str) -> bytes:
 
 
 def contend(client: IMAPClient, claim: Claim, lifetime_seconds: float) -> Standing:
-    """Remove stale claims; `ChangeInProgress` unless this attempt's claim is the earliest live one."""
+    """Remove stale claims (of any change, so none is left for long); `ChangeInProgress` unless this attempt's
+    claim is the earliest live one of its change."""
     client.select_folder(claim.mailbox)
-    uids = client.search(["HEADER", "Message-ID", claim.message_id])
-    dates = {uid: data[b"INTERNALDATE"] for uid, data in client.fetch(uids, ["INTERNALDATE"]).items()}
+    ours = set(client.search(["HEADER", "Message-ID", claim.message_id]))
+    claims = ours | set(client.search(["HEADER", "Message-ID", CLAIM_DOMAIN]))
+    dates = {uid: data[b"INTERNALDATE"] for uid, data in client.fetch(claims, ["INTERNALDATE"]).items()}
     own = dates.get(claim.uid)
     if own is None:
         raise ChangeInProgress("this attempt's claim disappeared (another mail client removed it?)")
@@ -106,9 +110,10 @@ def contend(client: IMAPClient, claim: Claim, lifetime_seconds: float) -> Standi
     stale = sorted(uid for uid, date in dates.items() if date < oldest_live)
     if stale:
         expunge_exactly(client, stale)
-    if min(uid for uid in dates if uid not in stale) != claim.uid:
+    if min(uid for uid in ours if uid in dates and uid not in stale) != claim.uid:
         raise ChangeInProgress("another attempt of this approved change is running it now")
-    return Standing(floor=stale[0] if stale else None)
+    dead = [uid for uid in stale if uid in ours]
+    return Standing(floor=dead[0] if dead else None)
 
 
 def release(client: IMAPClient, claim: Claim) -> None:

@@ -84,7 +84,9 @@ def _deliver(settings: SmtpSettings, message: EmailMessage, recipients: list[str
     try:
         _log_in(connection, settings)
         refused = connection.send_message(message, to_addrs=recipients)
-    except (smtplib.SMTPServerDisconnected, OSError) as exc:
+    except smtplib.SMTPResponseException:
+        raise  # the server answered: whatever it said is the outcome
+    except OSError as exc:  # smtplib's errors are OSErrors too
         if connection.handed_over:
             raise SendOutcomeUnknown(
                 f"The whole message went to the SMTP server {_where(settings)}, but its answer never came "

@@ -24,9 +24,10 @@ interrupted between 1 and 3 leaves a marked copy behind; replays of that approva
 attempt had not handed it to SMTP yet, and answers `already_sent` if it had (marked just before
 SMTP). A send whose SMTP answer is lost after the whole message went out is `unconfirmed`: its
 copy stays as the record, so no replay sends it again (`outgoing.sent_mailbox`). Without
-UIDPLUS there is no APPENDUID, and the tools fall back to checking Sent before sending and filing the copy after it: then a replay after the send is
-recognised, but concurrent replays are not excluded. A pushed dialog (2025-11-25) carries nothing
-to replay: a repeated call asks the person again.
+UIDPLUS there is no APPENDUID, and the tools fall back to checking Sent before sending and filing
+the copy after it: then a replay after the send is recognised, but concurrent replays are not
+excluded. A pushed dialog (2025-11-25) carries nothing to replay: a repeated call asks the person
+again.
 """
 
 from __future__ import annotations
