@@ -102,7 +102,9 @@ def contend(client: IMAPClient, claim: Claim, lifetime_seconds: float) -> Standi
     client.select_folder(claim.mailbox)
     ours = set(client.search(["HEADER", "Message-ID", claim.message_id]))
     claims = ours | set(client.search(["HEADER", "Message-ID", CLAIM_DOMAIN]))
-    dates = {uid: data[b"INTERNALDATE"] for uid, data in client.fetch(claims, ["INTERNALDATE"]).items()}
+    fetched = client.fetch(claims, ["INTERNALDATE"]).items()
+    # unsolicited FETCH responses (another session changing flags) come back too: only answers count
+    dates = {uid: data[b"INTERNALDATE"] for uid, data in fetched if b"INTERNALDATE" in data}
     own = dates.get(claim.uid)
     if own is None:
         raise ChangeInProgress("this attempt's claim disappeared (another mail client removed it?)")

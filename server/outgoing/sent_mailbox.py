@@ -143,7 +143,9 @@ def resolve_stale_copies(client: IMAPClient, copy: MessageRef, message_id: str, 
     (see the module docstring); False when `copy` itself is gone."""
     select_message_mailbox(client, copy, readonly=False)
     uids = client.search(["HEADER", "Message-ID", message_id])
-    found = client.fetch(uids, ["FLAGS", "INTERNALDATE"]) if uids else {}
+    fetched = client.fetch(uids, ["FLAGS", "INTERNALDATE"]).items() if uids else ()
+    # unsolicited FETCH responses (another session changing flags) come back too: only answers count
+    found = {uid: data for uid, data in fetched if b"INTERNALDATE" in data and b"FLAGS" in data}
     if copy.uid not in found:
         return False
     oldest_live = found[copy.uid][b"INTERNALDATE"] - dt.timedelta(seconds=lifetime)
