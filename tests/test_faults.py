@@ -95,6 +95,19 @@ async def test_a_server_stalling_in_its_greeting_is_stopped_at_the_overall_deadl
     assert "IMAP_TIMEOUT" in text
 
 
+def first_message_ids(account: Account, count: int) -> list[str]:
+    """The Message-IDs of the first `count` messages in INBOX (those `message_ids(...)[:count]` name)."""
+    client = account.imap()
+    try:
+        client.select_folder("INBOX", readonly=True)
+        uids = sorted(client.search(["ALL"]))[:count]
+        fetched = client.fetch(uids, ["BODY.PEEK[HEADER.FIELDS (MESSAGE-ID)]"]).values()
+        headers = [next(v for k, v in data.items() if k.startswith(b"BODY[HEADER.FIELDS")) for data in fetched]
+        return [header.decode().split(":", 1)[-1].strip() for header in headers]
+    finally:
+        client.logout()
+
+
 # --- one approval, one change: concurrent answers, and a replay after a cut ---
 
 YES = {"approval": ElicitResult(action="accept", content={"approve": True})}
@@ -267,3 +280,75 @@ async def test_a_cut_right_after_the_sends_claim_is_released_and_sent_once(accou
     assert sent["status"] == "sent"
     assert [m["Message-ID"] for m in smtp.messages] == [sent["message_id"]]
     assert sent_flags(account) == [{b"\\Seen"}]  # one true record, the stale claim removed
+
+
+# --- the census: each change tool under each kind of fault, then replayed until it settles ---
+
+#: (tool, arguments, capabilities hidden, effect, which answers of the server it gets besides the common ones)
+CHANGES = [
+    ("move_messages", {"destination": "Archive"}, ("MOVE",), "moved", {"append", "copy"}, "move-without-MOVE"),
+    ("move_messages", {"destination": "Archive"}, (), "moved", {"append", "move"}, "move"),
+    ("move_messages", {"destination": "Archive", "mode": "copy"}, (), "copied", {"append", "copy"}, "copy"),
+    ("delete_messages", {}, ("MOVE",), "moved", {"append", "copy"}, "trash-without-MOVE"),
+    ("delete_messages", {"permanent": True}, (), "deleted", set(), "delete-permanently"),
+]
+#: (fault, the answer it needs, or None when every change gets it)
+FAULTS = [
+    (Fault(b"] Append completed", "cut"), "append", "cut-after-claim"),
+    (Fault(b"] Copy completed", "cut"), "copy", "cut-after-copy"),
+    (Fault(b"] Moved UIDs", "cut"), "move", "cut-inside-move-answer"),
+    (Fault(b"UID EXPUNGE", "cut", direction="to_server"), None, "cut-inside-expunge-command"),
+    (Fault(b"Store completed", "stall"), None, "stall-after-store"),
+    (Fault(b"* SEARCH", "trickle", interval=0.1), None, "trickle-search-answer"),
+    (Fault(b"[COPYUID", "reorder"), "copy", "reorder-copyuid"),
+    (Fault(b"[COPYUID", "reorder"), "move", "reorder-copyuid"),
+]
+CASES = [
+    pytest.param(tool, arguments, hidden, effect, fault, id=f"{name}-{fault_name}")
+    for tool, arguments, hidden, effect, answers, name in CHANGES
+    for fault, needs, fault_name in FAULTS
+    if needs is None or needs in answers
+]
+#: what a replay may answer while the change is (or an interrupted attempt seems) still running
+SETTLING = ("lost", "IMAP_TIMEOUT")
+
+
+async def _replayed_until_settled(server: MCPServer, tool: str, arguments: dict[str, Any]) -> None:
+    """Ask (again, if a fault broke the asking), answer, and repeat the answer until the change has settled."""
+    async with Client(server, mode="2026-07-28", elicitation_callback=Person()) as client:
+        with anyio.fail_after(HANG_GUARD):
+            while not isinstance(
+                asked := await client.session.call_tool(tool, arguments, allow_input_required=True),
+                InputRequiredResult,
+            ):
+                assert any(word in error_text(asked) for word in SETTLING), error_text(asked)
+            while True:
+                result = await client.session.call_tool(
+                    tool, arguments, input_responses=YES, request_state=asked.request_state
+                )
+                if not result.is_error and result.structured_content["status"] != "in_progress":
+                    return
+                if result.is_error and "None of these messages exist" in error_text(result):
+                    return  # an attempt whose answer was lost did it
+                if result.is_error:
+                    assert any(word in error_text(result) for word in SETTLING), error_text(result)
+                await anyio.sleep(0.3)
+
+
+@pytest.mark.parametrize(("tool", "arguments", "hidden", "effect", "fault"), CASES)
+async def test_census_after_a_fault_and_replays(
+    account: Account, tool: str, arguments: dict[str, Any], hidden: tuple[str, ...], effect: str, fault: Fault
+) -> None:
+    ids = message_ids(account, "INBOX")[:3]
+    before = census(account)
+    changed = Counter(first_message_ids(account, 3))
+    with through_proxy(account) as proxy:
+        pool = pool_without(account, hidden, settings=proxied(account, proxy))
+        armed = proxy.inject(dataclasses.replace(fault))
+        server = build_server(Settings(imap=pool.settings), pool=pool)  # type: ignore[attr-defined]
+        await _replayed_until_settled(server, tool, {**arguments, "ids": ids})
+        pool.close_all()  # type: ignore[attr-defined]
+    assert armed.fired
+    expected = {"moved": before, "copied": before + changed, "deleted": before - changed}[effect]
+    assert census(account) == expected
+    assert not set(ids) & set(message_ids(account, "INBOX")) or effect == "copied"
