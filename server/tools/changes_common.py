@@ -11,8 +11,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel
 
 from imap_mcp.server.changes.messages import ChangeRefused
-from imap_mcp.server.imap.lookup import Target as Messages
-from imap_mcp.server.imap.lookup import resolve_targets
+from imap_mcp.server.imap.lookup import MessageSelection, resolve_selections
 from imap_mcp.server.imap.message_ids import InvalidMessageId, StaleMessageId
 from imap_mcp.server.imap.pool import ImapPool, NoSuchMailbox
 from imap_mcp.server.imap.uid_sets import compress
@@ -43,10 +42,12 @@ async def on_change(pool: ImapPool, operation: Callable[[IMAPClient], T], retry:
         raise ToolError(str(exc)) from None
 
 
-def one_mailbox(ids: Sequence[str] | None, mailbox: str | None = None, uids: Sequence[int] | None = None) -> Messages:
+def one_mailbox(
+    ids: Sequence[str] | None, mailbox: str | None = None, uids: Sequence[int] | None = None
+) -> MessageSelection:
     """The ids (or deprecated mailbox + uids) as one mailbox's UIDs; a change acts on one mailbox per call."""
     try:
-        groups = resolve_targets(ids, mailbox, uids)
+        groups = resolve_selections(ids, mailbox, uids)
     except InvalidMessageId as exc:
         raise ToolError(str(exc)) from None
     if len(groups) != 1:

@@ -19,7 +19,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import BlobResourceContents, CallToolResult, EmbeddedResource, TextContent, ToolAnnotations
 from pydantic import Field
 
-from imap_mcp.server.imap.lookup import Target, resolve_one
+from imap_mcp.server.imap.lookup import MessageSelection, resolve_one
 from imap_mcp.server.imap.message_ids import InvalidMessageId, MessageRef, StaleMessageId
 from imap_mcp.server.imap.pool import Examined, ImapPool, InMailbox, NoSuchMailbox
 from imap_mcp.server.reading.attachments import (
@@ -95,7 +95,7 @@ async def read(
 
 
 async def read_message_of(
-    pool: ImapPool, target: Target, operation: Callable[[IMAPClient, Examined], T], retry: bool = True
+    pool: ImapPool, target: MessageSelection, operation: Callable[[IMAPClient, Examined], T], retry: bool = True
 ) -> T:
     """`read` of the target's mailbox; when an id's mailbox cannot be opened, say that it is gone.
 
@@ -113,7 +113,7 @@ async def read_message_of(
     return await read(pool, target.mailbox, operation, retry, gone)
 
 
-def _target(message_id: str | None, mailbox: str | None, uid: int | None) -> Target:
+def _target(message_id: str | None, mailbox: str | None, uid: int | None) -> MessageSelection:
     try:
         return resolve_one(message_id, mailbox, uid)
     except InvalidMessageId as exc:
@@ -222,7 +222,7 @@ def attachments_annotations(download_dir: Path | None) -> ToolAnnotations:
 
 
 def _download(
-    client: IMAPClient, examined: Examined, target: Target, part_ids: list[str] | None, directory: Path
+    client: IMAPClient, examined: Examined, target: MessageSelection, part_ids: list[str] | None, directory: Path
 ) -> AttachmentsResult:
     uid, found = message_attachments(client, examined, target)
     files = [write_part(client, uid, part, directory) for part in chosen_parts(found, part_ids)]
@@ -231,7 +231,7 @@ def _download(
 
 
 def _inline(
-    client: IMAPClient, examined: Examined, target: Target, part_ids: list[str] | None, host: str
+    client: IMAPClient, examined: Examined, target: MessageSelection, part_ids: list[str] | None, host: str
 ) -> CallToolResult:
     uid, found = message_attachments(client, examined, target)
     kept, skipped = inline_parts(client, uid, chosen_parts(found, part_ids))

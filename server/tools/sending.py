@@ -42,7 +42,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, InputRequiredResult
 from pydantic import BaseModel, Field
 
-from imap_mcp.protocol import Approved, Channel, Guard, TokenIssued
+from imap_mcp.protocol import Channel, Guard
 from imap_mcp.server.config import SmtpSettings
 from imap_mcp.server.imap.lookup import current_ref, resolve_one
 from imap_mcp.server.imap.message_ids import InvalidMessageId, MessageRef, StaleMessageId
@@ -139,9 +139,9 @@ async def _on_mailbox(pool: ImapPool, operation: Callable[[IMAPClient], T], retr
         raise _nothing_sent(exc) from None
 
 
-def _approval_evidence(ctx: Context, decision: Approved, confirm_token: str | None) -> bytes:
+def _approval_evidence(ctx: Context, channel: Channel, confirm_token: str | None) -> bytes:
     """What identifies this approval on every replay of the call: the sealed state or token it carries."""
-    carried = {Channel.DIALOG: ctx.request_state, Channel.TOKEN: confirm_token}.get(decision.channel)
+    carried = {Channel.DIALOG: ctx.request_state, Channel.TOKEN: confirm_token}.get(channel)
     return carried.encode() if carried else secrets.token_bytes(32)
 
 
@@ -211,15 +211,15 @@ class Sender:
         request = send_request(tool, self.pool.settings.account, draft, original)
         decision = await self.guard.approve(ctx, request, confirm_token)
         count = len(draft.recipients.everyone)
-        if isinstance(decision, InputRequiredResult):
-            return decision
-        if isinstance(decision, TokenIssued):
-            pending = SendResult(
-                status="confirmation_required", message_id=None, recipients=count, confirm_token=decision.token
+        channel = decision.channel
+        if channel is None:
+            return decision.reply(
+                lambda token: SendResult(
+                    status="confirmation_required", message_id=None, recipients=count, confirm_token=token
+                )
             )
-            return text_result(decision.text, pending)
-        message_id = message_id_for(_approval_evidence(ctx, decision, confirm_token), self.from_address)
-        attempt = _attempt(draft, message_id, sent_box, save_to_sent, decision.channel)
+        message_id = message_id_for(_approval_evidence(ctx, channel, confirm_token), self.from_address)
+        attempt = _attempt(draft, message_id, sent_box, save_to_sent, channel)
         result = await self._send_once(attempt)
         if result.status != "sent":
             get_logger().info("send held back: %s message_id=%s status=%s", request.tool, message_id, result.status)
@@ -232,7 +232,7 @@ class Sender:
             message_id,
             count,
             len(result.refused),
-            decision.channel.value,
+            channel.value,
         )
         return text_result(_describe(request.summary, result), result)
 
@@ -372,10 +372,10 @@ def register(mcp: MCPServer, pool: ImapPool, guard: Guard, smtp: SmtpSettings | 
     if smtp is None:
         return
     sender = Sender(pool, smtp, guard)
-    guard.guarded_tools.update({SEND_TOOL, REPLY_TOOL})
 
-    @mcp.tool(
-        name=SEND_TOOL,
+    @guard.tool(
+        mcp,
+        SEND_TOOL,
         title="Send an email",
         description=(
             "Send a new plain-text email from the account. A person is always asked to approve it first, in a "
@@ -406,8 +406,9 @@ def register(mcp: MCPServer, pool: ImapPool, guard: Guard, smtp: SmtpSettings | 
             raise _nothing_sent(exc) from None
         return await sender.send(ctx, SEND_TOOL, draft, None, save_to_sent, confirm_token)
 
-    @mcp.tool(
-        name=REPLY_TOOL,
+    @guard.tool(
+        mcp,
+        REPLY_TOOL,
         title="Reply to a message",
         description=(
             "Reply to a message by its id: to its Reply-To (or From), and with reply_all also to its To and Cc, "
