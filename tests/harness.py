@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import socket
 import ssl
 import subprocess
@@ -168,10 +169,18 @@ def structured(result: Any) -> dict[str, Any]:
     return result.structured_content  # type: ignore[no-any-return]
 
 
+#: how the SDK reports an exception a tool did not turn into a tool error: the bare prefix, no message
+#: (a refusal reads `Error executing tool <name>: <message>`)
+CRASH = re.compile(r"Error executing tool [\w.-]+")
+
+
 def error_text(result: Any) -> str:
-    """The message of a tool call that must have failed as a tool error (isError), not a protocol error."""
+    """The message of a tool call that must have been refused with a tool error (isError): not a protocol
+    error, and not a crash (an exception no layer mapped, which the SDK reports with a generic text)."""
     assert result.is_error, result.structured_content
-    return str(result.content[0].text)
+    text = str(result.content[0].text)
+    assert not CRASH.fullmatch(text), f"a crash, not a refusal: {text}"
+    return text
 
 
 def append_message(account: Account, raw: bytes, mailbox: str = "INBOX", flags: tuple[bytes, ...] = ()) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from harness import Account, Person, message_ids, pool_without
+from harness import Account, Person, error_text, message_ids, pool_without
 from mcp import Client
 
 from imap_mcp.server.app import build_server
@@ -84,7 +84,7 @@ async def test_the_dialog_shows_counts_uids_and_names_but_no_subject_or_body(
 async def test_the_dialog_for_deleting_a_mailbox_shows_its_name_and_message_count(account: Account) -> None:
     person = Person(action="cancel")
     result = await call(account, "manage_mailbox", {"action": "delete", "mailbox": "Archive"}, person)
-    assert result.is_error
+    assert "closed the dialog without approving" in error_text(result)
     (shown,) = person.shown
     assert 'Delete the mailbox "Archive" and the 1 message in it?' in shown and "cannot be undone" in shown
     assert "Supplied by the caller (the AI assistant's request): the mailbox name." in shown

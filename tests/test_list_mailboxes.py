@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from harness import MODES, Account, http_server, stdio_params
+from harness import MODES, Account, error_text, http_server, stdio_params
 from mcp import Client
 
 from imap_mcp.server.app import build_server
@@ -80,8 +80,7 @@ async def test_bad_password_is_a_clean_tool_error(account: Account) -> None:
     with http_server(account.env()) as url:
         async with Client(url, mode="2026-07-28") as client:
             result = await client.call_tool("list_mailboxes", {})
-    assert result.is_error
-    text = result.content[0].text  # type: ignore[union-attr]
+    text = error_text(result)
     assert "refused the login" in text and "IMAP_PASSWORD" in text
     assert "wrong-secret-Zq9" not in text
 
@@ -95,8 +94,7 @@ async def test_unreachable_server_is_a_clean_tool_error(account: Account) -> Non
     dead = replace(settings, imap=replace(settings.imap, port=free_port()))
     async with Client(build_server(dead)) as client:
         result = await client.call_tool("list_mailboxes", {})
-    assert result.is_error
-    assert "Cannot reach the IMAP server" in result.content[0].text  # type: ignore[union-attr]
+    assert "Cannot reach the IMAP server" in error_text(result)
 
 
 async def test_a_warm_process_reuses_its_connection(account: Account) -> None:

@@ -33,6 +33,7 @@ from imapclient import IMAPClient
 
 from imap_mcp.sealing import Scope, Target
 from imap_mcp.server.changes.copies import already_copied
+from imap_mcp.server.errors import MailboxError
 from imap_mcp.server.imap.fetch import split_uid_set, take_response_codes
 from imap_mcp.server.imap.lookup import MessageSelection, check_selection
 from imap_mcp.server.imap.mailboxes import list_mailboxes
@@ -44,7 +45,7 @@ MessageOperation = Literal["trash", "delete_permanently", "move", "copy"]
 DELETED = b"\\Deleted"
 
 
-class ChangeRefused(Exception):
+class ChangeRefused(MailboxError):
     """The change cannot run as asked; the message says why and what to do instead."""
 
 

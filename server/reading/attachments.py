@@ -21,6 +21,7 @@ from typing import Any
 from imapclient import IMAPClient
 from pydantic import BaseModel, Field
 
+from imap_mcp.server.errors import MailboxError
 from imap_mcp.server.imap.fetch import fetch
 from imap_mcp.server.imap.lookup import MessageSelection, check_selection
 from imap_mcp.server.imap.pool import Examined
@@ -35,7 +36,7 @@ MAX_NAME_BYTES = 200
 _FORBIDDEN = set('/\\:*?"<>|')
 
 
-class UnknownPart(ValueError):
+class UnknownPart(MailboxError, ValueError):
     """A requested part id is not an attachment of the message."""
 
 

@@ -16,6 +16,7 @@ import html2text
 from imapclient import IMAPClient
 from pydantic import BaseModel, Field
 
+from imap_mcp.server.errors import MailboxError
 from imap_mcp.server.imap.fetch import fetch
 from imap_mcp.server.imap.lookup import MessageSelection, check_selection
 from imap_mcp.server.imap.message_ids import MessageRef
@@ -38,7 +39,7 @@ SENDER_NOTICE = (
 )
 
 
-class MessageGone(LookupError):
+class MessageGone(MailboxError, LookupError):
     """No message has that UID in the mailbox any more."""
 
 

@@ -14,8 +14,9 @@ from imap_mcp.server.changes.questions import message_change_request
 from imap_mcp.server.imap.lookup import MessageSelection
 from imap_mcp.server.imap.message_ids import MessageRef, encode_id
 from imap_mcp.server.imap.pool import ImapPool
-from imap_mcp.server.tools.changes_common import changing, log_change, on_change, one_mailbox, text_result
+from imap_mcp.server.tools.changes_common import changing, log_change, one_mailbox, text_result
 from imap_mcp.server.tools.deprecated import DeprecatedMailbox, DeprecatedUids
+from imap_mcp.server.tools.errors import on_mailbox
 
 DELETE_TOOL = "delete_messages"
 MOVE_TOOL = "move_messages"
@@ -74,7 +75,7 @@ async def change_messages(
 ) -> CallToolResult | InputRequiredResult:
     """Plan, ask, and run one message change; the common path of both tools."""
     account = pool.settings.account
-    target = await on_change(pool, lambda c: plan_message_change(c, account, selection, operation, destination))
+    target = await on_mailbox(pool, lambda c: plan_message_change(c, account, selection, operation, destination))
     request = message_change_request(tool, target)
     decision = await guard.approve(ctx, request, confirm_token)
     # requested UIDs that did not exist when planned: never part of the target, nor of the question
@@ -95,7 +96,7 @@ async def change_messages(
                 confirm_token=token,
             )
         )
-    report = await on_change(pool, lambda c: execute_message_change(c, target), retry=False)
+    report = await on_mailbox(pool, lambda c: execute_message_change(c, target), retry=False)
     if report.done:
         log_change(operation, target.source, report.done, channel.value, target.destination)
     outcome = MessageChange(

@@ -20,25 +20,24 @@ from mcp.types import BlobResourceContents, CallToolResult, EmbeddedResource, Te
 from pydantic import Field
 
 from imap_mcp.server.imap.lookup import MessageSelection, resolve_one
-from imap_mcp.server.imap.message_ids import InvalidMessageId, MessageRef, StaleMessageId
+from imap_mcp.server.imap.message_ids import MessageRef
 from imap_mcp.server.imap.pool import Examined, ImapPool, InMailbox, NoSuchMailbox
 from imap_mcp.server.reading.attachments import (
     INLINE_LIMIT_BYTES,
     AttachmentFile,
     AttachmentsResult,
-    UnknownPart,
     blob,
     chosen_parts,
     inline_parts,
     message_attachments,
     write_part,
 )
-from imap_mcp.server.reading.reader import MessageContent, MessageGone, read_message
+from imap_mcp.server.reading.reader import MessageContent, read_message
 from imap_mcp.server.reading.search import SearchPage, SearchQuery, search_page
 from imap_mcp.server.reading.search_cache import OrderCache
 from imap_mcp.server.tools.annotations import read_only
 from imap_mcp.server.tools.deprecated import DeprecatedMailbox, DeprecatedUid
-from imap_mcp.server.tools.errors import on_mailbox
+from imap_mcp.server.tools.errors import refusals
 
 T = TypeVar("T")
 
@@ -86,12 +85,13 @@ async def read(
     Pass `retry=False` when running the read twice would do something twice (writing files), and
     `mailbox_gone` to say something more precise than "cannot be opened" when the mailbox is missing.
     """
-    try:
-        return await on_mailbox(pool, InMailbox(mailbox, operation), retry=retry)
-    except NoSuchMailbox as exc:
-        raise ToolError(mailbox_gone or str(exc)) from None
-    except (StaleMessageId, InvalidMessageId, MessageGone, UnknownPart) as exc:
-        raise ToolError(str(exc)) from None
+    with refusals():
+        try:
+            return await pool.run(InMailbox(mailbox, operation), retry=retry)
+        except NoSuchMailbox:
+            if mailbox_gone is None:
+                raise
+            raise NoSuchMailbox(mailbox_gone) from None
 
 
 async def read_message_of(
@@ -114,10 +114,8 @@ async def read_message_of(
 
 
 def _target(message_id: str | None, mailbox: str | None, uid: int | None) -> MessageSelection:
-    try:
+    with refusals():
         return resolve_one(message_id, mailbox, uid)
-    except InvalidMessageId as exc:
-        raise ToolError(str(exc)) from None
 
 
 def _search_query(
