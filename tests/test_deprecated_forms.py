@@ -62,7 +62,7 @@ async def test_uid_ranges_and_mixed_forms_are_refused(account: Account) -> None:
             "set_message_flags", {"ids": ["imap.SU5CT1g.1.1"], "mailbox": "INBOX", "uids": [1], "add": ["\\Seen"]}
         )
         neither = await client.call_tool("delete_messages", {})
-    assert "not a UID" in error_text(ranged)
+    assert "input_value='1:*'" in error_text(ranged)
     assert "not both" in error_text(mixed)
     assert "message id" in error_text(neither)
 

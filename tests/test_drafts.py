@@ -41,7 +41,7 @@ async def test_a_header_injection_or_a_bad_address_is_refused(account: Account, 
     before = message_ids(account, "Drafts")
     async with Client(build_server(account.settings())) as client:
         result = await client.call_tool("save_draft", args)
-    assert error_text(result).startswith("Nothing was saved:")
+    assert "Nothing was saved:" in error_text(result)
     assert message_ids(account, "Drafts") == before
 
 
