@@ -1,7 +1,7 @@
 """`send_message` and `reply_to_message`: mail leaves only after a person approved exactly it.
 
 Both go through the one guard (`protocol.Guard`), bound to the exact recipients, subject and
-body (`outgoing_approval`). The message is built before anyone is asked, so whatever cannot be
+body (`outgoing.approval`). The message is built before anyone is asked, so whatever cannot be
 written as mail is refused then, never after the approval.
 
 Sent exactly once, with no state on the server: the Message-ID is derived from the approval the
