@@ -80,6 +80,8 @@ def examine(client: IMAPClient, mailbox: str) -> Examined:
     """EXAMINE `mailbox` (read-only: no read here can set \\Seen) and return its UIDVALIDITY."""
     try:
         response = client.select_folder(mailbox, readonly=True)
+    except imaplib.IMAP4.abort:
+        raise  # the connection dropped (a connection error, retried): not a mailbox that cannot be opened
     except IMAPClientError as exc:
         raise NoSuchMailbox(
             f"Mailbox {mailbox!r} cannot be opened ({server_text(exc)}); check the name with list_mailboxes "
