@@ -50,7 +50,7 @@ class ChangeInProgress(Exception):
 
 
 @dataclass(frozen=True)
-class Claim:
+class DestinationClaim:
     mailbox: str
     uid: int
     message_id: str
@@ -72,16 +72,15 @@ def lifetime(timeout: float) -> float:
     return LIFETIME_PER_TIMEOUT * timeout
 
 
-def stake(client: IMAPClient, target: Target) -> Claim | None:
-    """File this attempt's claim in the destination; None (nothing filed) without UIDPLUS."""
-    if target.destination is None or not client.has_capability("UIDPLUS"):
+def stake(client: IMAPClient, destination: str, message_id: str) -> DestinationClaim | None:
+    """File this attempt's claim (`claim_message_id`) in `destination`; None (nothing filed) without UIDPLUS."""
+    if not client.has_capability("UIDPLUS"):
         return None
-    message_id = claim_message_id(target)
-    response = client.append(target.destination, _claim_message(message_id), flags=(SEEN, CLAIM))
+    response = client.append(destination, _claim_message(message_id), flags=(SEEN, CLAIM))
     found = _APPENDUID.search(response if isinstance(response, bytes) else b"")
     if found is None:
         return None  # filed, but without its UID it is only a stale claim for the next attempt to remove
-    return Claim(target.destination, int(found.group(2)), message_id)
+    return DestinationClaim(destination, int(found.group(2)), message_id)
 
 
 def _claim_message(message_id: str) -> bytes:
@@ -96,7 +95,7 @@ def _claim_message(message_id: str) -> bytes:
     ).encode("ascii")
 
 
-def contend(client: IMAPClient, claim: Claim, lifetime_seconds: float) -> Standing:
+def contend(client: IMAPClient, claim: DestinationClaim, lifetime_seconds: float) -> Standing:
     """Remove stale claims (of any change, so none is left for long); `ChangeInProgress` unless this attempt's
     claim is the earliest live one of its change."""
     client.select_folder(claim.mailbox)
@@ -118,7 +117,7 @@ def contend(client: IMAPClient, claim: Claim, lifetime_seconds: float) -> Standi
     return Standing(floor=dead[0] if dead else None)
 
 
-def release(client: IMAPClient, claim: Claim) -> None:
+def release(client: IMAPClient, claim: DestinationClaim) -> None:
     """Remove exactly this attempt's claim."""
     client.select_folder(claim.mailbox)
     expunge_exactly(client, [claim.uid])

@@ -11,11 +11,12 @@ from imapclient import IMAPClient, imap4, tls
 from imapclient.exceptions import IMAPClientError, LoginError
 
 from imap_mcp.server.config import ImapSettings
+from imap_mcp.server.errors import MailboxError
 from imap_mcp.server.imap.deadline import watch
 from imap_mcp.server.tls import tls_context
 
 
-class MailboxUnavailable(Exception):
+class MailboxUnavailable(MailboxError):
     """The IMAP server could not be reached or refused the login; the message says what to check."""
 
 
