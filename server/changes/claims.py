@@ -33,6 +33,7 @@ from email.utils import format_datetime
 from imapclient import IMAPClient
 
 from imap_mcp.sealing import Target, fingerprint
+from imap_mcp.server.errors import MailboxError
 
 SEEN = b"\\Seen"
 DELETED = b"\\Deleted"
@@ -45,8 +46,9 @@ LIFETIME_PER_TIMEOUT = 2
 _APPENDUID = re.compile(rb"\[APPENDUID (\d+) (\d+)\]")
 
 
-class ChangeInProgress(Exception):
-    """Another attempt of the same approved change holds the claim and is running it now."""
+class ChangeInProgress(MailboxError):
+    """Another attempt of the same approved change holds the claim and is running it now (the tool catches it
+    and answers `in_progress`: nothing failed)."""
 
 
 @dataclass(frozen=True)

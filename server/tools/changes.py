@@ -17,7 +17,7 @@ from imap_mcp.server.imap.message_ids import MessageRef, encode_id
 from imap_mcp.server.imap.pool import ImapPool
 from imap_mcp.server.tools.changes_common import changing, log_change, one_mailbox, text_result
 from imap_mcp.server.tools.deprecated import DeprecatedMailbox, DeprecatedUids
-from imap_mcp.server.tools.errors import on_mailbox
+from imap_mcp.server.tools.errors import on_mailbox, refusals
 
 DELETE_TOOL = "delete_messages"
 MOVE_TOOL = "move_messages"
@@ -99,21 +99,24 @@ async def change_messages(
             )
         )
     claim_lifetime = lifetime(pool.settings.timeout)
-    try:
-        report = await on_mailbox(pool, lambda c: execute_message_change(c, target, claim_lifetime), retry=False)
-    except ChangeInProgress as exc:
-        held_back = MessageChange(
-            status="in_progress",
-            operation=operation,
-            mailbox=target.source,
-            destination=target.destination,
-            count=0,
-            ids=[],
-            missing_ids=[],
-            new_ids=[],
-            approved_by=channel.value,
-        )
-        return text_result(f"Nothing was changed by this call: {exc}. Repeat the call to learn the outcome.", held_back)
+    with refusals():
+        try:
+            report = await pool.run(lambda c: execute_message_change(c, target, claim_lifetime), retry=False)
+        except ChangeInProgress as exc:  # not a failure: another attempt is doing it
+            return text_result(
+                f"Nothing was changed by this call: {exc}. Repeat the call to learn the outcome.",
+                MessageChange(
+                    status="in_progress",
+                    operation=operation,
+                    mailbox=target.source,
+                    destination=target.destination,
+                    count=0,
+                    ids=[],
+                    missing_ids=[],
+                    new_ids=[],
+                    approved_by=channel.value,
+                ),
+            )
     if report.done:
         log_change(operation, target.source, report.done, channel.value, target.destination)
     outcome = MessageChange(
