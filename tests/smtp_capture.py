@@ -141,13 +141,13 @@ class _OAuthHandler(_Handler):
         if len(args) == 1:
             answer = await server.challenge_auth("")
             if answer is MISSING:
-                return AuthResult(success=False)
+                return AuthResult(success=False, handled=False)
             blob = bytes(answer)  # type: ignore[arg-type]
         else:
             try:
                 blob = base64.b64decode(args[1], validate=True)
             except binascii.Error:
-                return AuthResult(success=False)
+                return AuthResult(success=False, handled=False)
         fields = dict(part.split("=", 1) for part in blob.decode().split("\x01") if "=" in part)
         user, bearer = fields.get("user", ""), fields.get("auth", "")
         assert self.owner.oauth is not None
@@ -155,7 +155,7 @@ class _OAuthHandler(_Handler):
         if bearer.startswith("Bearer ") and self.owner.oauth(user, bearer[7:]):
             return AuthResult(success=True, auth_data=user)
         await server.challenge_auth('{"status":"401","schemes":"bearer","scope":"https://mail.google.com/"}')
-        return AuthResult(success=False)
+        return AuthResult(success=False, handled=False)
 
 
 class CaptureSMTP:
@@ -195,6 +195,8 @@ class CaptureSMTP:
                 options["require_starttls"] = require_starttls
         if auth:
             options.update(authenticator=self._authenticate, auth_require_tls=False)
+        if oauth:
+            options.update(auth_require_tls=False)
         self.controller = Controller((_OAuthHandler if oauth else _Handler)(self), **options)
 
     def _authenticate(
