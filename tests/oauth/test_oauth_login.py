@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import time
 from email.headerregistry import Address
 from pathlib import Path
 
@@ -69,6 +70,19 @@ def test_an_expired_token_is_refreshed_once_and_the_login_goes_through(
     close(connect(settings))
     assert provider.refreshes == before + 1
     assert provider.introspections == checked + 2, "one refused login, one with the new token"
+
+
+def test_a_short_lived_token_is_refreshed_before_it_expires(
+    oauth_env: dict[str, str], provider: AuthorizationServer
+) -> None:
+    provider.expires_in = 2  # used for 1 s (half its lifetime), then replaced
+    settings = _imap(oauth_env)
+    close(connect(settings))
+    before, checked = provider.refreshes, provider.introspections
+    time.sleep(1.2)
+    close(connect(settings))
+    assert provider.refreshes == before + 1
+    assert provider.introspections == checked + 1, "the new token was used at once: no login was refused"
 
 
 def test_a_token_of_another_account_is_refused_after_one_retry(
