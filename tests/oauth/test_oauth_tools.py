@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from harness import Account, Person, http_server, stdio_params, structured
 from mcp import Client
+from mcp.client.stdio import stdio_client
 from oauth_provider import AuthorizationServer
 from smtp_capture import SENDER, CaptureSMTP
 
@@ -20,10 +21,15 @@ pytestmark = pytest.mark.anyio
 Connect = Callable[[dict[str, str], Person], AbstractAsyncContextManager[Client]]
 
 
-@asynccontextmanager
-async def over_stdio(env: dict[str, str], person: Person) -> AsyncIterator[Client]:
-    async with Client(stdio_params(env), mode="2026-07-28", elicitation_callback=person) as client:
-        yield client
+def over_stdio(log_path: Path) -> Connect:
+    @asynccontextmanager
+    async def connect(env: dict[str, str], person: Person) -> AsyncIterator[Client]:
+        with open(log_path, "w") as log:
+            transport = stdio_client(stdio_params(env), errlog=log)
+            async with Client(transport, mode="2026-07-28", elicitation_callback=person) as client:
+                yield client
+
+    return connect
 
 
 def over_http(log_path: Path) -> Connect:
@@ -77,7 +83,7 @@ async def test_every_tool_works_and_the_token_expiring_mid_session_is_invisible(
         provider.expire_access_tokens()
         oauth_dovecot.doveadm("kick", oauth_account.username)
 
-    connect = over_stdio if transport == "stdio" else over_http(log_path)
+    connect = (over_stdio if transport == "stdio" else over_http)(log_path)
     with CaptureSMTP(oauth=provider.token_is_active) as smtp:
         env = {**oauth_env, **smtp.env(), "SMTP_FROM": SENDER}
         before = provider.refreshes
@@ -87,7 +93,7 @@ async def test_every_tool_works_and_the_token_expiring_mid_session_is_invisible(
     assert len(person.shown) == 4, "move, delete, send and reply asked the person"
     assert len(smtp.messages) == 2 and all(e.authenticated for e in smtp.envelopes)
     assert provider.refreshes == before + 2, "one token before, one after it expired"
-    shown = "".join(str(r.model_dump()) for r in results) + "".join(person.shown)
-    if transport == "http":
-        shown += log_path.read_text()
+    log = log_path.read_text()
+    assert "imap-mcp: " in log, "the server's own log was captured"
+    shown = "".join(str(r.model_dump()) for r in results) + "".join(person.shown) + log
     assert provider.leaked(shown) == []
