@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from imap_mcp.server.outgoing.compose import OutgoingError, parse_address
+from imap_mcp.server.errors import OutgoingError
+from imap_mcp.server.outgoing.compose import parse_address
 
 if TYPE_CHECKING:
     from imap_mcp.server.oauth.settings import AuthMode, OAuthSettings

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from imap_mcp.server.errors import ImapMcpError
 
-class OAuthError(Exception):
-    """No usable access token; the message says what to do."""
+
+class OAuthError(ImapMcpError):
+    """No usable access token, or the server refused it; the message says what to do.
+
+    The IMAP connection turns it into a `MailboxError` and SMTP into an `OutgoingError`, with the same text.
+    """
 
 
 class SignInRequired(OAuthError):

@@ -26,10 +26,6 @@ class MechanismMissing(OAuthError):
     """The server offers neither XOAUTH2 nor OAUTHBEARER (or not the one IMAP_OAUTH_MECHANISM names)."""
 
 
-class _Refused(Exception):
-    """One login attempt was refused."""
-
-
 def xoauth2_response(user: str, token: str) -> str:
     return f"user={user}\x01auth=Bearer {token}\x01\x01"
 
@@ -71,18 +67,15 @@ def _once_then_end(mechanism: str, response: str) -> Callable[[bytes | None], st
     return answer
 
 
-def _with_retry(oauth: OAuthSettings, attempt: Callable[[str], None], refused: str) -> None:
+def _with_retry(oauth: OAuthSettings, accepted: Callable[[str], bool], refused: str) -> None:
+    """Log in with the current token; when the server refuses it, once more with a refreshed one."""
     source = token_source(oauth)
     token = source.access_token()
-    try:
-        attempt(token)
+    if accepted(token):
         return
-    except _Refused:
-        source.rejected(token)
-    try:
-        attempt(source.access_token())
-    except _Refused:
-        raise LoginRefused(refused) from None
+    source.rejected(token)
+    if not accepted(source.access_token()):
+        raise LoginRefused(refused)
 
 
 def _refused_text(server: str, user: str, mechanism: str, user_setting: str) -> str:
@@ -98,16 +91,17 @@ def imap_login(client: IMAPClient, user: str, oauth: OAuthSettings, host: str, p
     offered = {c[5:] for c in capabilities if c.startswith("AUTH=")}
     mechanism = choose_mechanism(oauth.mechanism, offered, f"{host}:{port}")
 
-    def attempt(token: str) -> None:
+    def accepted(token: str) -> bool:
         answer = _once_then_end(mechanism, _response(mechanism, user, token, host, port))
         try:
             client._command_and_check("authenticate", mechanism, answer)  # imapclient has no public SASL call
         except imaplib.IMAP4.abort:
             raise
         except IMAPClientError:
-            raise _Refused from None
+            return False
+        return True
 
-    _with_retry(oauth, attempt, _refused_text(f"{host}:{port}", user, mechanism, "IMAP_USERNAME"))
+    _with_retry(oauth, accepted, _refused_text(f"{host}:{port}", user, mechanism, "IMAP_USERNAME"))
     return mechanism
 
 
@@ -116,11 +110,12 @@ def smtp_login(connection: smtplib.SMTP, user: str, oauth: OAuthSettings, host: 
     offered = {m.upper() for m in connection.esmtp_features.get("auth", "").split()}
     mechanism = choose_mechanism(oauth.mechanism, offered, f"{host}:{port}")
 
-    def attempt(token: str) -> None:
+    def accepted(token: str) -> bool:
         try:
             connection.auth(mechanism, _once_then_end(mechanism, _response(mechanism, user, token, host, port)))
         except smtplib.SMTPAuthenticationError:
-            raise _Refused from None
+            return False
+        return True
 
-    _with_retry(oauth, attempt, _refused_text(f"{host}:{port}", user, mechanism, "SMTP_USERNAME"))
+    _with_retry(oauth, accepted, _refused_text(f"{host}:{port}", user, mechanism, "SMTP_USERNAME"))
     return mechanism

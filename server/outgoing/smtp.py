@@ -12,12 +12,13 @@ import ssl
 from email.message import EmailMessage
 
 from imap_mcp.server.config import SmtpSettings
+from imap_mcp.server.errors import OutgoingError
 from imap_mcp.server.oauth.errors import OAuthError
 from imap_mcp.server.oauth.sasl import smtp_login
 from imap_mcp.server.tls import tls_context
 
 
-class SendFailed(Exception):
+class SendFailed(OutgoingError):
     """The submission server could not be reached or did not take the message; the text says what to check."""
 
 
