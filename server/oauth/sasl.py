@@ -13,6 +13,7 @@ from collections.abc import Callable
 from imapclient import IMAPClient
 from imapclient.exceptions import IMAPClientError
 
+from imap_mcp.server.imap.fetch import authenticate
 from imap_mcp.server.oauth.errors import OAuthError
 from imap_mcp.server.oauth.settings import Mechanism, OAuthSettings
 from imap_mcp.server.oauth.tokens import token_source
@@ -94,7 +95,7 @@ def imap_login(client: IMAPClient, user: str, oauth: OAuthSettings, host: str, p
     def accepted(token: str) -> bool:
         answer = _once_then_end(mechanism, _response(mechanism, user, token, host, port))
         try:
-            client._command_and_check("authenticate", mechanism, answer)  # imapclient has no public SASL call
+            authenticate(client, mechanism, answer)
         except imaplib.IMAP4.abort:
             raise
         except IMAPClientError:
