@@ -1,0 +1,45 @@
+"""set_message_flags: system flags and keywords, never \\Deleted, never a question."""
+
+from __future__ import annotations
+
+import pytest
+from harness import Account, message_ids, served
+
+pytestmark = pytest.mark.anyio
+
+
+def flags_of(account: Account, uid: int) -> set[bytes]:
+    client = account.imap()
+    try:
+        client.select_folder("INBOX", readonly=True)
+        return set(client.get_flags([uid])[uid])
+    finally:
+        client.logout()
+
+
+async def test_flags_and_keywords_are_added_and_removed(account: Account) -> None:
+    ids = message_ids(account, "INBOX")
+    async with served(account) as client:
+        added = await client.call_tool("set_message_flags", {"ids": ids[2:3], "add": ["\\seen", "\\Flagged", "Work"]})
+        assert added.structured_content["added"] == ["\\Seen", "\\Flagged", "Work"]  # type: ignore[index]
+        assert {b"\\Seen", b"\\Flagged", b"Work"} <= flags_of(account, 3)
+        await client.call_tool("set_message_flags", {"ids": ids[2:3], "remove": ["\\Seen"]})
+    assert b"\\Seen" not in flags_of(account, 3)
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        ({"add": ["\\Deleted"]}, "delete_messages"),
+        ({"remove": ["\\deleted"]}, "delete_messages"),
+        ({"add": ["\\Draft"]}, "is not allowed"),
+        ({"add": ["two words"]}, "not a valid keyword"),
+        ({}, "at least one flag"),
+    ],
+)
+async def test_deleted_and_other_flags_are_refused(account: Account, args: dict[str, list[str]], said: str) -> None:
+    ids = message_ids(account, "INBOX")
+    async with served(account) as client:
+        result = await client.call_tool("set_message_flags", {"ids": ids[:1], **args})
+    assert result.is_error and said in result.content[0].text  # type: ignore[union-attr]
+    assert b"\\Deleted" not in flags_of(account, 1)
