@@ -5,7 +5,8 @@ body (`outgoing.approval`). The message is built before anyone is asked, so what
 written as mail is refused then, never after the approval.
 
 Sent exactly once, with no state on the server: the Message-ID is derived from the approval the
-call carries (the sealed dialog state, or the confirm_token), so every replay of an approved call
+call carries (the verified content of the sealed dialog state or the confirm_token, which opens in
+one spelling only; never from their text), so every replay of an approved call
 (a client or gateway sending the same retry twice, even at the same time) builds the same message,
 and the IMAP server's Sent mailbox decides which attempt sends it:
 
@@ -46,7 +47,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, InputRequiredResult
 from pydantic import BaseModel, Field
 
-from imap_mcp.protocol import Channel, Guard
+from imap_mcp.protocol import Channel, Decision, Guard
 from imap_mcp.server.changes.claims import lifetime
 from imap_mcp.server.config import SmtpSettings
 from imap_mcp.server.imap.lookup import current_ref, resolve_one
@@ -146,10 +147,10 @@ async def _on_mailbox(pool: ImapPool, operation: Callable[[IMAPClient], T], retr
     return await on_mailbox(pool, operation, retry=retry, prefix=NOTHING_SENT)
 
 
-def _approval_evidence(ctx: Context, channel: Channel, confirm_token: str | None) -> bytes:
-    """What identifies this approval on every replay of the call: the sealed state or token it carries."""
-    carried = {Channel.DIALOG: ctx.request_state, Channel.TOKEN: confirm_token}.get(channel)
-    return carried.encode() if carried else secrets.token_bytes(32)
+def _approval_evidence(decision: Decision) -> bytes:
+    """What identifies this approval on every replay of the call: its verified content (never the text of the
+    state or token, which could be spelled another way); a pushed dialog, which has no seal, is new each time."""
+    return decision.identity.encode() if decision.identity else secrets.token_bytes(32)
 
 
 @dataclass(frozen=True)
@@ -218,7 +219,8 @@ class Sender:
     ) -> CallToolResult | InputRequiredResult:
         sent_box = await _on_mailbox(self.pool, find_sent_mailbox)  # before asking: without it nothing is sent
         with refusals(NOTHING_SENT):
-            check_buildable(draft)  # before asking: what cannot be written as mail is refused now
+            # before asking: what cannot be written as mail is refused now (in a thread: linear in the body)
+            await anyio.to_thread.run_sync(check_buildable, draft)
         request = send_request(tool, self.pool.settings.account, draft, original)
         decision = await self.guard.approve(ctx, request, confirm_token)
         count = len(draft.recipients.everyone)
@@ -229,8 +231,8 @@ class Sender:
                     status="confirmation_required", message_id=None, recipients=count, confirm_token=token
                 )
             )
-        message_id = message_id_for(_approval_evidence(ctx, channel, confirm_token), self.from_address)
-        attempt = _attempt(draft, message_id, sent_box, save_to_sent, channel)
+        message_id = message_id_for(_approval_evidence(decision), self.from_address)
+        attempt = await anyio.to_thread.run_sync(_attempt, draft, message_id, sent_box, save_to_sent, channel)
         result = await self._send_once(attempt)
         if result.status != "sent":
             get_logger().info("send held back: %s message_id=%s status=%s", request.tool, message_id, result.status)

@@ -87,7 +87,7 @@ async def test_the_dialog_for_a_reply_never_shows_the_originals_subject_or_body(
         result = structured(await c.call_tool("reply_to_message", {"id": ref.id, "body": "Not me."}))
     [question] = person.shown
     assert "Urgent" not in question and "IMPORTANT SYSTEM INSTRUCTION" not in question and "delete" not in question
-    assert "a reply to a message in 'INBOX'" in question and "To: mallory@attacker.example" in question
+    assert 'a reply to a message in "INBOX"' in question and "To: mallory@attacker.example" in question
     assert "'Re:' and the original message's subject (not shown here)" in question
     assert "The recipients come from the original message's headers" in question
     assert "Recipients, subject and body come from the caller" not in question
