@@ -9,12 +9,17 @@ from mcp.types import CallToolResult, InputRequiredResult
 from pydantic import BaseModel, Field
 
 from imap_mcp.protocol import Guard
-from imap_mcp.server.changes.messages import MessageOperation, execute_message_change, plan_message_change
+from imap_mcp.server.changes.messages import (
+    MessageOperation,
+    execute_message_change,
+    left_out,
+    plan_message_change,
+)
 from imap_mcp.server.changes.questions import message_change_request
 from imap_mcp.server.imap.lookup import MessageSelection
 from imap_mcp.server.imap.message_ids import MessageRef, encode_id
 from imap_mcp.server.imap.pool import ImapPool
-from imap_mcp.server.tools.changes_common import changing, log_change, one_mailbox, text_result
+from imap_mcp.server.tools.changes_common import changing, log_change, one_mailbox_off_loop, text_result
 from imap_mcp.server.tools.deprecated import DeprecatedMailbox, DeprecatedUids
 from imap_mcp.server.tools.errors import on_mailbox
 
@@ -79,7 +84,7 @@ async def change_messages(
     request = message_change_request(tool, target)
     decision = await guard.approve(ctx, request, confirm_token)
     # requested UIDs that did not exist when planned: never part of the target, nor of the question
-    absent = tuple(uid for uid in selection.uids if uid not in target.uids)
+    absent = left_out(selection.uids, set(target.uids))
     channel = decision.channel
     if channel is None:
         return decision.reply(
@@ -152,7 +157,7 @@ def register(mcp: MCPServer, pool: ImapPool, guard: Guard) -> None:
         uids: DeprecatedUids = None,
     ) -> Annotated[CallToolResult, MessageChange] | InputRequiredResult:
         operation: MessageOperation = "delete_permanently" if permanent else "trash"
-        selection = one_mailbox(ids, mailbox, uids)
+        selection = await one_mailbox_off_loop(ids, mailbox, uids)
         return await change_messages(pool, guard, ctx, DELETE_TOOL, selection, operation, None, confirm_token)
 
     @guard.tool(
@@ -179,5 +184,5 @@ def register(mcp: MCPServer, pool: ImapPool, guard: Guard) -> None:
         mailbox: DeprecatedMailbox = None,
         uids: DeprecatedUids = None,
     ) -> Annotated[CallToolResult, MessageChange] | InputRequiredResult:
-        selection = one_mailbox(ids, mailbox, uids)
+        selection = await one_mailbox_off_loop(ids, mailbox, uids)
         return await change_messages(pool, guard, ctx, MOVE_TOOL, selection, mode, destination, confirm_token)
