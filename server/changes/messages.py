@@ -260,6 +260,14 @@ def execute_message_change(client: IMAPClient, target: PlannedMessageChange) -> 
     return ChangeReport(present, missing, new_uids, destination_uidvalidity, copied_before)
 
 
+def all_copied_already(client: IMAPClient, target: PlannedMessageChange) -> bool:
+    """Whether `target` is a copy whose every message the destination already holds: nothing to ask about."""
+    if target.operation != "copy":
+        return False
+    source = MessageSelection(target.source, target.source_uidvalidity, target.uids)
+    return len(_copied_before(client, source, target.uids, target.destination or "")) == len(target.uids)
+
+
 def _copied_before(
     client: IMAPClient, source: MessageSelection, uids: tuple[int, ...], destination: str
 ) -> tuple[int, ...]:

@@ -11,6 +11,8 @@ from pydantic import BaseModel, Field
 from imap_mcp.protocol import Guard
 from imap_mcp.server.changes.messages import (
     MessageOperation,
+    PlannedMessageChange,
+    all_copied_already,
     execute_message_change,
     left_out,
     plan_message_change,
@@ -82,9 +84,11 @@ async def change_messages(
     account = pool.settings.account
     target = await on_mailbox(pool, lambda c: plan_message_change(c, account, selection, operation, destination))
     request = message_change_request(tool, target)
-    decision = await guard.approve(ctx, request, confirm_token)
     # requested UIDs that did not exist when planned: never part of the target, nor of the question
     absent = left_out(selection.uids, set(target.uids))
+    if await on_mailbox(pool, lambda c: all_copied_already(c, target)):
+        return _nothing_to_copy(request.summary, target, absent)
+    decision = await guard.approve(ctx, request, confirm_token)
     channel = decision.channel
     if channel is None:
         return decision.reply(
@@ -117,6 +121,23 @@ async def change_messages(
         approved_by=channel.value,
     )
     return text_result(_describe(request.summary, outcome), outcome)
+
+
+def _nothing_to_copy(summary: str, target: PlannedMessageChange, absent: tuple[int, ...]) -> CallToolResult:
+    """The answer, without a question, to a copy whose every message the destination already holds."""
+    outcome = MessageChange(
+        status="nothing_to_do",
+        operation=target.operation,
+        mailbox=target.source,
+        destination=target.destination,
+        count=0,
+        ids=[],
+        missing_ids=_ids(target.source, target.source_uidvalidity, absent),
+        already_present_ids=_ids(target.source, target.source_uidvalidity, target.uids),
+        new_ids=[],
+        approved_by=None,
+    )
+    return text_result(_describe(summary, outcome) + " Nobody was asked.", outcome)
 
 
 def _describe(summary: str, outcome: MessageChange) -> str:
