@@ -261,8 +261,14 @@ class Person:
         return ElicitResult(action=self.action, content=content)  # type: ignore[arg-type]
 
 
-def pool_without(account: Account, capabilities: tuple[str, ...] = (), mailboxes: tuple[str, ...] = ()) -> object:
-    """A pool whose connections do not see `capabilities` (e.g. MOVE) nor `mailboxes` in LIST.
+def pool_without(
+    account: Account,
+    capabilities: tuple[str, ...] = (),
+    mailboxes: tuple[str, ...] = (),
+    settings: ImapSettings | None = None,
+) -> object:
+    """A pool whose connections do not see `capabilities` (e.g. MOVE) nor `mailboxes` in LIST (`settings`:
+    where it connects, by default straight to the account).
 
     Dovecot still runs whatever is sent; this only changes what imap-mcp is told, as a server
     without those capabilities (or without a Trash that Dovecot would re-create) would tell it.
@@ -279,4 +285,4 @@ def pool_without(account: Account, capabilities: tuple[str, ...] = (), mailboxes
         client.list_folders = lambda *a, **k: [f for f in listed(*a, **k) if f[2] not in mailboxes]  # type: ignore[method-assign]
         return client
 
-    return ImapPool(account.imap_settings(), connector=connector)
+    return ImapPool(settings or account.imap_settings(), connector=connector)

@@ -33,6 +33,7 @@ from typing import Literal
 from imapclient import IMAPClient
 
 from imap_mcp.sealing import Scope, Target
+from imap_mcp.server.changes.claims import Standing, claim_message_id, contend, expunge_exactly, release, stake
 from imap_mcp.server.changes.copies import already_copied
 from imap_mcp.server.errors import MailboxError
 from imap_mcp.server.imap.fetch import split_uid_set, take_response_codes
@@ -43,7 +44,6 @@ from imap_mcp.server.imap.pool import NoSuchMailbox, examine
 from imap_mcp.server.imap.uid_sets import compress, expand
 
 MessageOperation = Literal["trash", "delete_permanently", "move", "copy"]
-DELETED = b"\\Deleted"
 
 
 class ChangeRefused(MailboxError):
@@ -234,11 +234,15 @@ def existing_uids(client: IMAPClient, uids: tuple[int, ...]) -> set[int]:
     return found & set(uids)
 
 
-def execute_message_change(client: IMAPClient, target: PlannedMessageChange) -> ChangeReport:
-    """Run the approved change on exactly `target`; `TargetChanged` if the mailboxes moved on."""
+def execute_message_change(client: IMAPClient, target: PlannedMessageChange, claim_lifetime: float) -> ChangeReport:
+    """Run the approved change on exactly `target`; `TargetChanged` if the mailboxes moved on.
+
+    A move, copy or trash-delete first claims the destination (`changes.claims`): an attempt
+    that does not hold the claim raises `ChangeInProgress` and changes nothing.
+    """
     source = MessageSelection(target.source, target.source_uidvalidity, target.uids)
     try:
-        open_source(client, source, readonly=target.operation == "copy")
+        open_source(client, source, readonly=True)
         destination_uidvalidity = uidvalidity_of(client, target.destination) if target.destination else None
     except (NoSuchMailbox, StaleMessageId) as exc:
         raise TargetChanged(
@@ -249,15 +253,34 @@ def execute_message_change(client: IMAPClient, target: PlannedMessageChange) -> 
             f"The mailbox {target.destination!r} was re-created since the change was approved. Nothing was "
             "changed; call the tool again to be asked anew."
         )
+    claim = stake(client, target.destination, claim_message_id(target.target)) if target.destination else None
+    if claim is None:
+        return _change(client, target, Standing(floor=None))
+    try:
+        return _change(client, target, contend(client, claim, claim_lifetime))
+    finally:
+        release(client, claim)
+
+
+def _change(client: IMAPClient, target: PlannedMessageChange, standing: Standing) -> ChangeReport:
+    """The change itself, skipping what an earlier attempt already did."""
+    source = MessageSelection(target.source, target.source_uidvalidity, target.uids)
+    readonly = target.operation == "copy"
+    open_source(client, source, readonly=readonly)
     found = existing_uids(client, target.uids)
     present = tuple(sorted(found))
     missing = left_out(target.uids, found)
-    copied_before: tuple[int, ...] = ()
-    if present and target.operation == "copy":
-        copied_before = _copied_before(client, source, present, target.destination or "")
-        present = left_out(present, set(copied_before))
-    new_uids = _run(client, target, present) if present else {}
-    return ChangeReport(present, missing, new_uids, destination_uidvalidity, copied_before)
+    done_before: tuple[int, ...] = ()
+    if present and target.destination and (readonly or standing.floor is not None):
+        # a copy skips what the destination holds; a move completes what a dead attempt copied above its claim
+        above = 0 if readonly else standing.floor or 0
+        done_before = _copied_before(client, source, present, target.destination, above, readonly)
+    to_do = left_out(present, set(done_before))
+    new_uids = _run(client, target, to_do) if to_do else {}
+    if done_before and not readonly:
+        expunge_exactly(client, compress(done_before))
+        return ChangeReport(present, missing, new_uids, target.destination_uidvalidity)
+    return ChangeReport(to_do, missing, new_uids, target.destination_uidvalidity, done_before)
 
 
 def all_copied_already(client: IMAPClient, target: PlannedMessageChange) -> bool:
@@ -265,15 +288,16 @@ def all_copied_already(client: IMAPClient, target: PlannedMessageChange) -> bool
     if target.operation != "copy":
         return False
     source = MessageSelection(target.source, target.source_uidvalidity, target.uids)
-    return len(_copied_before(client, source, target.uids, target.destination or "")) == len(target.uids)
+    copied = _copied_before(client, source, target.uids, target.destination or "", 0, readonly=True)
+    return len(copied) == len(target.uids)
 
 
 def _copied_before(
-    client: IMAPClient, source: MessageSelection, uids: tuple[int, ...], destination: str
+    client: IMAPClient, source: MessageSelection, uids: tuple[int, ...], destination: str, above: int, readonly: bool
 ) -> tuple[int, ...]:
-    """Those of `uids` whose Message-ID `destination` holds; the source is selected again afterwards."""
-    found = already_copied(client, uids, destination)
-    open_source(client, source, readonly=True)
+    """Those of `uids` whose Message-ID `destination` holds above UID `above`; the source is selected again."""
+    found = already_copied(client, uids, destination, above)
+    open_source(client, source, readonly=readonly)
     return tuple(sorted(found))
 
 
@@ -281,7 +305,7 @@ def _run(client: IMAPClient, target: PlannedMessageChange, uids: tuple[int, ...]
     uid_set = compress(uids)
     _take_copyuid(client)
     if target.operation == "delete_permanently":
-        _expunge_exactly(client, uid_set)
+        expunge_exactly(client, uid_set)
         return {}
     assert target.destination is not None
     if target.operation == "copy":
@@ -290,13 +314,8 @@ def _run(client: IMAPClient, target: PlannedMessageChange, uids: tuple[int, ...]
         client.move(uid_set, target.destination)
     else:
         client.copy(uid_set, target.destination)
-        _expunge_exactly(client, uid_set)
+        expunge_exactly(client, uid_set)
     return _take_copyuid(client)
-
-
-def _expunge_exactly(client: IMAPClient, uid_set: str) -> None:
-    client.add_flags(uid_set, [DELETED], silent=True)
-    client.uid_expunge(uid_set)
 
 
 def _take_copyuid(client: IMAPClient) -> dict[int, int]:

@@ -102,6 +102,7 @@ def delete_mailbox_request(tool: str, plan: PlannedFolderChange) -> ApprovalRequ
         [
             f"Delete the mailbox {name} and the {held} in it?",
             "This cannot be undone: the mailbox and every message in it are gone for good.",
+            "Mail delivered into it while it is being deleted is deleted with it (IMAP cannot prevent that).",
             f"Account: {plan.account}",
             provenance("the mailbox name", "the message count"),
         ]

@@ -9,6 +9,7 @@ from mcp.types import CallToolResult, InputRequiredResult
 from pydantic import BaseModel, Field
 
 from imap_mcp.protocol import Guard
+from imap_mcp.server.changes.claims import ChangeInProgress, lifetime
 from imap_mcp.server.changes.messages import (
     MessageOperation,
     PlannedMessageChange,
@@ -23,7 +24,7 @@ from imap_mcp.server.imap.message_ids import MessageRef, encode_id
 from imap_mcp.server.imap.pool import ImapPool
 from imap_mcp.server.tools.changes_common import changing, log_change, one_mailbox_off_loop, text_result
 from imap_mcp.server.tools.deprecated import DeprecatedMailbox, DeprecatedUids
-from imap_mcp.server.tools.errors import on_mailbox
+from imap_mcp.server.tools.errors import on_mailbox, refusals
 
 DELETE_TOOL = "delete_messages"
 MOVE_TOOL = "move_messages"
@@ -42,10 +43,11 @@ ConfirmToken = Annotated[
 
 
 class MessageChange(BaseModel):
-    status: Literal["done", "nothing_to_do", "confirmation_required"] = Field(
+    status: Literal["done", "nothing_to_do", "in_progress", "confirmation_required"] = Field(
         description="done: the change ran; nothing_to_do: nothing was left to change (the messages were gone "
-        "by the time it ran, or a copy found them all in the destination already); "
-        "confirmation_required: nothing ran yet, repeat the call with confirm_token."
+        "by the time it ran, or a copy found them all in the destination already); in_progress: another attempt "
+        "of this same approved change is running it right now, this call changed nothing (repeat it later to "
+        "learn the outcome); confirmation_required: nothing ran yet, repeat the call with confirm_token."
     )
     operation: MessageOperation
     mailbox: str = Field(description="The source mailbox.")
@@ -105,7 +107,25 @@ async def change_messages(
                 confirm_token=token,
             )
         )
-    report = await on_mailbox(pool, lambda c: execute_message_change(c, target), retry=False)
+    claim_lifetime = lifetime(pool.settings.timeout)
+    with refusals():
+        try:
+            report = await pool.run(lambda c: execute_message_change(c, target, claim_lifetime), retry=False)
+        except ChangeInProgress as exc:  # not a failure: another attempt is doing it
+            return text_result(
+                f"Nothing was changed by this call: {exc}. Repeat the call to learn the outcome.",
+                MessageChange(
+                    status="in_progress",
+                    operation=operation,
+                    mailbox=target.source,
+                    destination=target.destination,
+                    count=0,
+                    ids=[],
+                    missing_ids=[],
+                    new_ids=[],
+                    approved_by=channel.value,
+                ),
+            )
     if report.done:
         log_change(operation, target.source, report.done, channel.value, target.destination)
     outcome = MessageChange(

@@ -90,6 +90,13 @@ async def test_the_dialog_for_deleting_a_mailbox_shows_its_name_and_message_coun
     assert "Old travel plans" not in shown and "kept for reference" not in shown
 
 
+async def test_the_dialog_for_deleting_a_mailbox_says_mail_arriving_meanwhile_goes_too(account: Account) -> None:
+    """IMAP cannot stop delivery between the last check and DELETE: the person is told, not promised otherwise."""
+    person = Person(action="cancel")
+    await call(account, "manage_mailbox", {"action": "delete", "mailbox": "Archive"}, person)
+    assert "Mail delivered into it while it is being deleted is deleted with it" in person.shown[0]
+
+
 async def test_trash_delete_moves_to_trash_and_returns_the_new_ids(account: Account) -> None:
     ids = message_ids(account, "INBOX")
     result = await call(account, "delete_messages", {"ids": ids[:2]}, Person())
