@@ -15,7 +15,7 @@ from email.utils import format_datetime, make_msgid
 
 from imapclient import IMAPClient
 
-from imap_mcp.server.changes.messages import ChangeRefused, existing_uids, open_source
+from imap_mcp.server.changes.messages import ChangeRefused, existing_uids, left_out, open_source
 from imap_mcp.server.imap.lookup import MessageSelection
 from imap_mcp.server.imap.mailboxes import list_mailboxes
 from imap_mcp.server.imap.uid_sets import compress
@@ -34,14 +34,15 @@ class FlagReport:
 def set_flags(client: IMAPClient, messages: MessageSelection, add: list[str], remove: list[str]) -> FlagReport:
     """Add then remove flags on the messages that still exist; the rest are reported missing."""
     uidvalidity = open_source(client, messages, readonly=False)
-    present = tuple(sorted(existing_uids(client, messages.uids)))
+    found = existing_uids(client, messages.uids)
+    present = tuple(sorted(found))
     if present:
         uid_set = compress(present)
         if add:
             client.add_flags(uid_set, add, silent=True)
         if remove:
             client.remove_flags(uid_set, remove, silent=True)
-    return FlagReport(uidvalidity, present, tuple(u for u in messages.uids if u not in present))
+    return FlagReport(uidvalidity, present, left_out(messages.uids, found))
 
 
 @dataclass(frozen=True)

@@ -10,12 +10,19 @@ from pydantic import BaseModel, Field
 
 from imap_mcp.protocol import Guard
 from imap_mcp.server.changes.claims import ChangeInProgress, lifetime
-from imap_mcp.server.changes.messages import MessageOperation, execute_message_change, plan_message_change
+from imap_mcp.server.changes.messages import (
+    MessageOperation,
+    PlannedMessageChange,
+    all_copied_already,
+    execute_message_change,
+    left_out,
+    plan_message_change,
+)
 from imap_mcp.server.changes.questions import message_change_request
 from imap_mcp.server.imap.lookup import MessageSelection
 from imap_mcp.server.imap.message_ids import MessageRef, encode_id
 from imap_mcp.server.imap.pool import ImapPool
-from imap_mcp.server.tools.changes_common import changing, log_change, one_mailbox, text_result
+from imap_mcp.server.tools.changes_common import changing, log_change, one_mailbox_off_loop, text_result
 from imap_mcp.server.tools.deprecated import DeprecatedMailbox, DeprecatedUids
 from imap_mcp.server.tools.errors import on_mailbox, refusals
 
@@ -79,9 +86,11 @@ async def change_messages(
     account = pool.settings.account
     target = await on_mailbox(pool, lambda c: plan_message_change(c, account, selection, operation, destination))
     request = message_change_request(tool, target)
-    decision = await guard.approve(ctx, request, confirm_token)
     # requested UIDs that did not exist when planned: never part of the target, nor of the question
-    absent = tuple(uid for uid in selection.uids if uid not in target.uids)
+    absent = left_out(selection.uids, set(target.uids))
+    if await on_mailbox(pool, lambda c: all_copied_already(c, target)):
+        return _nothing_to_copy(request.summary, target, absent)
+    decision = await guard.approve(ctx, request, confirm_token)
     channel = decision.channel
     if channel is None:
         return decision.reply(
@@ -134,6 +143,23 @@ async def change_messages(
     return text_result(_describe(request.summary, outcome), outcome)
 
 
+def _nothing_to_copy(summary: str, target: PlannedMessageChange, absent: tuple[int, ...]) -> CallToolResult:
+    """The answer, without a question, to a copy whose every message the destination already holds."""
+    outcome = MessageChange(
+        status="nothing_to_do",
+        operation=target.operation,
+        mailbox=target.source,
+        destination=target.destination,
+        count=0,
+        ids=[],
+        missing_ids=_ids(target.source, target.source_uidvalidity, absent),
+        already_present_ids=_ids(target.source, target.source_uidvalidity, target.uids),
+        new_ids=[],
+        approved_by=None,
+    )
+    return text_result(_describe(summary, outcome) + " Nobody was asked.", outcome)
+
+
 def _describe(summary: str, outcome: MessageChange) -> str:
     if outcome.status == "nothing_to_do":
         text = f"Nothing was changed ({summary})."
@@ -172,7 +198,7 @@ def register(mcp: MCPServer, pool: ImapPool, guard: Guard) -> None:
         uids: DeprecatedUids = None,
     ) -> Annotated[CallToolResult, MessageChange] | InputRequiredResult:
         operation: MessageOperation = "delete_permanently" if permanent else "trash"
-        selection = one_mailbox(ids, mailbox, uids)
+        selection = await one_mailbox_off_loop(ids, mailbox, uids)
         return await change_messages(pool, guard, ctx, DELETE_TOOL, selection, operation, None, confirm_token)
 
     @guard.tool(
@@ -199,5 +225,5 @@ def register(mcp: MCPServer, pool: ImapPool, guard: Guard) -> None:
         mailbox: DeprecatedMailbox = None,
         uids: DeprecatedUids = None,
     ) -> Annotated[CallToolResult, MessageChange] | InputRequiredResult:
-        selection = one_mailbox(ids, mailbox, uids)
+        selection = await one_mailbox_off_loop(ids, mailbox, uids)
         return await change_messages(pool, guard, ctx, MOVE_TOOL, selection, mode, destination, confirm_token)

@@ -173,3 +173,19 @@ async def test_ids_of_two_mailboxes_are_refused(account: Account) -> None:
     ids = message_ids(account, "INBOX")[:1] + message_ids(account, "Archive")
     result = await call(account, "delete_messages", {"ids": ids}, Person())
     assert result.is_error and "more than one mailbox" in result.content[0].text  # type: ignore[union-attr]
+
+
+async def test_fifty_thousand_ids_of_which_two_exist_ask_about_two_and_report_the_rest_missing(
+    account: Account,
+) -> None:
+    from imap_mcp.server.imap.message_ids import MessageRef, decode_id
+
+    existing = message_ids(account, "INBOX")[:2]
+    uidvalidity = decode_id(existing[0]).uidvalidity
+    unknown = [MessageRef("INBOX", uidvalidity, uid).id for uid in range(1_000, 50_998)]
+    person = Person()
+    result = await call(account, "delete_messages", {"ids": unknown + existing, "permanent": True}, person)
+    content = result.structured_content
+    assert len(person.shown) == 1 and "Permanently delete 2 messages" in person.shown[0]
+    assert content["count"] == 2 and content["ids"] == existing  # type: ignore[index]
+    assert content["missing_ids"] == unknown  # type: ignore[index]
