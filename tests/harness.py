@@ -1,8 +1,9 @@
-"""Test harness: a throwaway Dovecot, per-test accounts, and imap-mcp servers to talk to.
+"""Test harness: throwaway IMAP servers, per-test accounts, and imap-mcp servers to talk to.
 
-Every test that touches mail talks to a real Dovecot (Debian `dovecot-imapd`) on 127.0.0.1,
-started once per session by `server/demo/dovecot.py`. Each test gets its own account (`t-<hex>`,
-any such name logs in with `ANY_USER_PASSWORD`), so tests never see each other's mail.
+Every test that touches mail talks to a real IMAP server on 127.0.0.1, started once per session
+(per xdist worker): Dovecot (Debian `dovecot-imapd`, by `server/demo/dovecot.py`), and for the
+server matrix also Cyrus and Courier (`tests/servers/`). Each test gets its own account
+(`t-<hex>`, logging in with `ANY_USER_PASSWORD`), so tests never see each other's mail.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from imapclient import IMAPClient
 from mcp import StdioServerParameters
@@ -32,16 +33,52 @@ ANY_USER_PASSWORD = "test-pw-7f3a"
 MODES = ("legacy", "2026-07-28")
 
 
+class MailServer(Protocol):
+    """What the harness needs of a running IMAP server: Dovecot, Cyrus or Courier."""
+
+    @property
+    def port(self) -> int: ...
+    @property
+    def tls_port(self) -> int: ...
+    @property
+    def cert_file(self) -> Path: ...
+
+
+def server_name(server: MailServer) -> str:
+    return str(getattr(server, "name", "dovecot"))
+
+
 @dataclass
 class Account:
-    """One test account on the session's Dovecot."""
+    """One test account on one of the session's IMAP servers."""
 
-    dovecot: Dovecot
+    server: MailServer
     username: str
     password: str = ANY_USER_PASSWORD
 
+    @property
+    def dovecot(self) -> Dovecot:
+        """The account's server, for tests about Dovecot itself (its log, doveadm)."""
+        assert isinstance(self.server, Dovecot), f"a Dovecot-only test ran on {server_name(self.server)}"
+        return self.server
+
+    @property
+    def server_name(self) -> str:
+        return server_name(self.server)
+
+    @property
+    def delimiter(self) -> str:
+        """The server's hierarchy delimiter: '/' on Dovecot and Cyrus, '.' on Courier."""
+        return str(getattr(self.server, "delimiter", "/"))
+
+    def mailbox(self, name: str) -> str:
+        """`name` ('/' between levels) as this server names it: `Sent` is `INBOX.Sent` on Courier."""
+        if name.upper() == "INBOX":
+            return name
+        return str(getattr(self.server, "prefix", "")) + name.replace("/", self.delimiter)
+
     def port_for(self, tls: TlsMode) -> int:
-        return self.dovecot.tls_port if tls == "implicit" else self.dovecot.port
+        return self.server.tls_port if tls == "implicit" else self.server.port
 
     def env(self, tls: TlsMode = "implicit", **extra: str) -> dict[str, str]:
         """The environment for an imap-mcp process serving this account."""
@@ -52,7 +89,7 @@ class Account:
             IMAP_USERNAME=self.username,
             IMAP_PASSWORD=self.password,
             IMAP_TLS=tls,
-            IMAP_CA_FILE=str(self.dovecot.cert_file),
+            IMAP_CA_FILE=str(self.server.cert_file),
         )
         env.update(extra)
         return env
@@ -64,7 +101,7 @@ class Account:
             username=self.username,
             password=Secret(self.password),
             tls=tls,
-            ca_file=self.dovecot.cert_file,
+            ca_file=self.server.cert_file,
         )
 
     def settings(self, tls: TlsMode = "implicit") -> Settings:
@@ -72,21 +109,26 @@ class Account:
 
     def imap(self) -> IMAPClient:
         """A direct IMAP connection, as another mail client of the same person would have."""
-        context = ssl.create_default_context(cafile=str(self.dovecot.cert_file))
-        client = IMAPClient("127.0.0.1", self.dovecot.tls_port, ssl_context=context, timeout=30)
+        context = ssl.create_default_context(cafile=str(self.server.cert_file))
+        client = IMAPClient("127.0.0.1", self.server.tls_port, ssl_context=context, timeout=30)
         client.login(self.username, self.password)
         return client
 
 
-def new_account(dovecot: Dovecot) -> Account:
-    return Account(dovecot, f"t-{uuid.uuid4().hex[:12]}")
+def new_account(server: MailServer) -> Account:
+    """A new account: Dovecot takes any `t-*` login, Cyrus and Courier are told about it first."""
+    account = Account(server, f"t-{uuid.uuid4().hex[:12]}")
+    add_user = getattr(server, "add_user", None)
+    if add_user is not None:
+        add_user(account.username, account.password)
+    return account
 
 
-def seeded_account(dovecot: Dovecot) -> Account:
+def seeded_account(server: MailServer) -> Account:
     """A new account holding the sample mail of `server/demo/sample_mail.py`."""
     from imap_mcp.server.demo.sample_mail import seed
 
-    account = new_account(dovecot)
+    account = new_account(server)
     client = account.imap()
     try:
         seed(client)

@@ -19,7 +19,13 @@ from imapclient import IMAPClient
 
 from imap_mcp.sealing import Target
 from imap_mcp.server.changes.messages import ChangeRefused, TargetChanged
-from imap_mcp.server.imap.mailboxes import MailboxInfo, list_mailboxes
+from imap_mcp.server.imap.mailboxes import (
+    MailboxInfo,
+    OutsideNamespaces,
+    check_new_name,
+    delete_mailbox,
+    list_mailboxes,
+)
 from imap_mcp.server.imap.pool import NoSuchMailbox
 
 FolderOperation = Literal["delete_mailbox", "rename_mailbox"]
@@ -79,6 +85,7 @@ def plan_folder_change(
     if operation == "rename_mailbox":
         if not new_name:
             raise ChangeRefused("A rename needs new_name: the full new name of the mailbox.")
+        _refuse_outside_namespaces(client, new_name)
         if _listed(client, new_name) is not None:
             raise ChangeRefused(f"A mailbox named {new_name!r} already exists; choose another new_name.")
     return Target(
@@ -110,12 +117,20 @@ def execute_folder_change(client: IMAPClient, target: Target) -> None:
             "Nothing was changed; call the tool again to be asked anew."
         )
     if target.operation == "delete_mailbox":
-        client.delete_folder(target.source)
+        delete_mailbox(client, target.source)
     else:
         client.rename_folder(target.source, target.destination)
 
 
+def _refuse_outside_namespaces(client: IMAPClient, name: str) -> None:
+    try:
+        check_new_name(client, name)
+    except OutsideNamespaces as exc:
+        raise ChangeRefused(str(exc)) from None
+
+
 def create_folder(client: IMAPClient, name: str) -> None:
+    _refuse_outside_namespaces(client, name)
     if _listed(client, name) is not None:
         raise ChangeRefused(f"A mailbox named {name!r} already exists; nothing was changed.")
     try:

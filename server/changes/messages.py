@@ -35,7 +35,7 @@ from imap_mcp.server.changes.copies import already_copied
 from imap_mcp.server.imap.fetch import split_uid_set
 from imap_mcp.server.imap.lookup import Target as Messages
 from imap_mcp.server.imap.lookup import check_target
-from imap_mcp.server.imap.mailboxes import list_mailboxes
+from imap_mcp.server.imap.mailboxes import mailbox_with_role, missing_role_advice
 from imap_mcp.server.imap.message_ids import StaleMessageId
 from imap_mcp.server.imap.pool import NoSuchMailbox, examine
 from imap_mcp.server.imap.uid_sets import compress, expand
@@ -92,16 +92,14 @@ def require_uid_expunge(client: IMAPClient) -> None:
 
 
 def trash_mailbox(client: IMAPClient) -> str:
-    """The mailbox with the SPECIAL-USE role \\Trash, else one named `Trash`; refused when there is none."""
-    boxes = list_mailboxes(client)
-    for wanted in (lambda b: b.role == "trash", lambda b: b.name.lower() == "trash"):
-        found = next((b.name for b in boxes if b.selectable and wanted(b)), None)
-        if found:
-            return found
-    raise ChangeRefused(
-        "This account has no Trash mailbox, so the messages cannot be moved there. Nothing was changed. "
-        "Create one with manage_mailbox, or delete with permanent: true (which cannot be undone)."
-    )
+    """The mailbox with the Trash role (`mailbox_with_role`); refused when there is none."""
+    found = mailbox_with_role(client, "trash")
+    if found is None:
+        raise ChangeRefused(
+            "This account has no Trash mailbox, so the messages cannot be moved there. Nothing was changed. "
+            f"{missing_role_advice(client, 'trash')} Or delete with permanent: true (which cannot be undone)."
+        )
+    return found
 
 
 def open_source(client: IMAPClient, messages: Messages, readonly: bool) -> int:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from imapclient import IMAPClient
 
-from imap_mcp.server.imap.mailboxes import list_mailboxes
+from imap_mcp.server.imap.mailboxes import mailbox_with_role, missing_role_advice
 from imap_mcp.server.imap.message_ids import MessageRef, StaleMessageId, check_uidvalidity
 from imap_mcp.server.outgoing.reply import HEADER_FIELDS, Original, parse_original
 from imap_mcp.server.reading.reader import MessageGone
@@ -56,14 +56,14 @@ def fetch_original(client: IMAPClient, ref: MessageRef) -> Original:
 
 
 def sent_mailbox(client: IMAPClient) -> str:
-    """The name of the mailbox with the Sent role (RFC 6154), or `NoSentMailbox`."""
-    for mailbox in list_mailboxes(client):
-        if mailbox.role == "sent" and mailbox.selectable:
-            return mailbox.name
-    raise NoSentMailbox(
-        "The account has no Sent mailbox (none is marked \\Sent), so imap-mcp cannot keep the record that "
-        "makes a repeated call send nothing more. Ask the mail administrator to mark one as \\Sent."
-    )
+    """The name of the mailbox with the Sent role (`mailbox_with_role`), or `NoSentMailbox`."""
+    found = mailbox_with_role(client, "sent")
+    if found is None:
+        raise NoSentMailbox(
+            "The account has no Sent mailbox (none is marked \\Sent or named like one), so imap-mcp cannot keep "
+            f"the record that makes a repeated call send nothing more. {missing_role_advice(client, 'sent')}"
+        )
+    return found
 
 
 def sent_copy_exists(client: IMAPClient, mailbox: str, message_id: str) -> bool:

@@ -1,11 +1,13 @@
 """Searching one mailbox on the IMAP server, newest first, with an exact total.
 
-The server does the matching: one `UID SORT (REVERSE ARRIVAL)` where it offers SORT (RFC 5256),
-which gives the order and the total at once. Without SORT the matching UIDs come from
+The server does the matching: one `UID SORT (ARRIVAL)` where it offers SORT (RFC 5256), read
+backwards, which gives the order and the total at once. Without SORT the matching UIDs come from
 `UID SEARCH` (as one compact set with ESEARCH, RFC 4731) and are ordered by their INTERNALDATE,
-which is what ARRIVAL means (equal dates in UID order, as SORT leaves them), so both ways give the
-same pages. Only the requested page is fetched in full; without SORT the INTERNALDATE of every
-match is fetched first, to order them. Every search value is sent as one IMAP string
+which is what ARRIVAL means, so both ways give the same pages. Among equal INTERNALDATEs the
+higher UID (the later arrival) comes first on every server: RFC 5256 leaves ties in mailbox order,
+which servers apply differently under REVERSE (Dovecot keeps them ascending, Courier reverses
+them), but every server keeps them ascending for plain ARRIVAL. Only the requested page is fetched
+in full; without SORT the INTERNALDATE of every match is fetched first, to order them. Every search value is sent as one IMAP string
 (`search_string`), never as bare words the server could read as syntax.
 "Newest" is INTERNALDATE (when the server received the message), the date `since`/`before` use.
 """
@@ -173,26 +175,26 @@ def _newest_first_by_date(client: IMAPClient, query: SearchQuery) -> list[int]:
     dates = fetch(client, matching, ["INTERNALDATE"])
     uids = expand(matching) if isinstance(matching, str) else matching
 
-    def newest_first_then_uid(uid: int) -> tuple[float, int]:
+    def newest_first_then_higher_uid(uid: int) -> tuple[float, int]:
         received = dates.get(uid, {}).get(b"INTERNALDATE")
-        return (-(received if isinstance(received, dt.datetime) else _EPOCH).timestamp(), uid)
+        return (-(received if isinstance(received, dt.datetime) else _EPOCH).timestamp(), -uid)
 
-    return sorted(uids, key=newest_first_then_uid)
+    return sorted(uids, key=newest_first_then_higher_uid)
 
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
 def newest_first(client: IMAPClient, query: SearchQuery) -> list[int]:
-    """Every UID matching `query`: INTERNALDATE descending, equal dates in ascending UID order.
+    """Every UID matching `query`: INTERNALDATE descending, equal dates in descending UID order.
 
-    That tie order is SORT's: RFC 5256 applies REVERSE to the sort key only and leaves messages
-    with equal keys in mailbox (sequence, hence UID) order, as Dovecot does; the fallback matches it,
-    so a page is the same with and without SORT.
+    With SORT, `ARRIVAL` ascending read backwards: RFC 5256 leaves equal dates in mailbox (UID)
+    order, and `REVERSE ARRIVAL` would leave that tie order to each server's reading of REVERSE.
+    The fallback sorts the same way, so a page is the same with and without SORT, on every server.
     """
     if client.has_capability("SORT"):
-        found = client._raw_command_untagged(b"SORT", [b"(REVERSE ARRIVAL)", b"UTF-8", *query.program()], unpack=True)
-        return [int(uid) for uid in (found or b"").split()]
+        found = client._raw_command_untagged(b"SORT", [b"(ARRIVAL)", b"UTF-8", *query.program()], unpack=True)
+        return [int(uid) for uid in reversed((found or b"").split())]
     return _newest_first_by_date(client, query)
 
 
