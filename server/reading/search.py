@@ -7,8 +7,9 @@ which is what ARRIVAL means, so both ways give the same pages. Among equal INTER
 higher UID (the later arrival) comes first on every server: RFC 5256 leaves ties in mailbox order,
 which servers apply differently under REVERSE (Dovecot keeps them ascending, Courier reverses
 them), but every server keeps them ascending for plain ARRIVAL. Only the requested page is fetched
-in full; without SORT the INTERNALDATE of every match is fetched first, to order them. Every search value is sent as one IMAP string
-(`search_string`), never as bare words the server could read as syntax.
+in full; without SORT the INTERNALDATE of every match is fetched first, to order them. Every
+search value is sent as one IMAP string (`search_string`), never as bare words the server could
+read as syntax.
 "Newest" is INTERNALDATE (when the server received the message), the date `since`/`before` use.
 """
 
