@@ -42,17 +42,27 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "dovecot_only(reason): a test about Dovecot itself (its log, doveadm); not run on the matrix"
     )
-
-
-def _in_matrix(metafunc: pytest.Metafunc) -> bool:
-    return metafunc.module.__name__.rpartition(".")[2] in MATRIX_MODULES and not metafunc.definition.get_closest_marker(
-        "dovecot_only"
+    config.addinivalue_line(
+        "markers", "servers(*names, reason): a matrix test that is about what only these servers do (e.g. XLIST)"
     )
 
 
+def _servers_for(metafunc: pytest.Metafunc) -> tuple[str, ...]:
+    """The servers a test runs on: the matrix in a matrix module, unless a marker narrows it."""
+    if metafunc.definition.get_closest_marker("dovecot_only"):
+        return ("dovecot",)
+    narrowed = metafunc.definition.get_closest_marker("servers")
+    if narrowed is not None:
+        return tuple(narrowed.args)
+    in_matrix = metafunc.module.__name__.rpartition(".")[2] in MATRIX_MODULES
+    return SERVERS if in_matrix else ("dovecot",)
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "mail_server" in metafunc.fixturenames and _in_matrix(metafunc):
-        metafunc.parametrize("mail_server", SERVERS, indirect=True)
+    if "mail_server" in metafunc.fixturenames:
+        servers = _servers_for(metafunc)
+        if servers != ("dovecot",) or metafunc.definition.get_closest_marker("servers"):
+            metafunc.parametrize("mail_server", servers, indirect=True)
 
 
 @pytest.fixture

@@ -72,10 +72,14 @@ class Account:
         return str(getattr(self.server, "delimiter", "/"))
 
     def mailbox(self, name: str) -> str:
-        """`name` ('/' between levels) as this server names it: `Sent` is `INBOX.Sent` on Courier."""
-        if name.upper() == "INBOX":
+        """`name` ('/' between levels) as this server names it: `Sent` is `INBOX.Sent` on Courier.
+
+        A name already in the server's form (INBOX, or `INBOX.Sent` on Courier) stays as it is.
+        """
+        prefix = str(getattr(self.server, "prefix", ""))
+        if name.upper() == "INBOX" or (prefix and name.startswith(prefix)):
             return name
-        return str(getattr(self.server, "prefix", "")) + name.replace("/", self.delimiter)
+        return prefix + name.replace("/", self.delimiter)
 
     def port_for(self, tls: TlsMode) -> int:
         return self.server.tls_port if tls == "implicit" else self.server.port
@@ -220,7 +224,7 @@ def append_message(account: Account, raw: bytes, mailbox: str = "INBOX", flags: 
     """Append `raw` as another mail client would; returns its UID."""
     client = account.imap()
     try:
-        response = client.append(mailbox, raw, flags=flags)
+        response = client.append(account.mailbox(mailbox), raw, flags=flags)
         return int(response.split(b"]")[0].split()[-1])
     finally:
         client.logout()
@@ -230,9 +234,10 @@ def append_message(account: Account, raw: bytes, mailbox: str = "INBOX", flags: 
 
 
 def message_ids(account: Account, mailbox: str) -> list[str]:
-    """The ids of every message in `mailbox`, as search_messages would return them."""
+    """The ids of every message in `mailbox` (named as `Account.mailbox` takes it), as search_messages returns them."""
     from imap_mcp.server.imap.message_ids import MessageRef
 
+    mailbox = account.mailbox(mailbox)
     client = account.imap()
     try:
         uidvalidity = int(client.select_folder(mailbox, readonly=True)[b"UIDVALIDITY"])
