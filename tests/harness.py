@@ -29,6 +29,8 @@ from imap_mcp.server.config import ImapSettings, Secret, Settings, TlsMode
 from imap_mcp.server.demo.dovecot import Dovecot, free_port
 
 ANY_USER_PASSWORD = "test-pw-7f3a"
+#: the mailboxes of a seeded account besides INBOX, as Dovecot names them
+SAMPLE_MAILBOXES = ("Projects/Entwürfe", "Projects", "Sent", "Drafts", "Trash", "Junk", "Archive")
 #: the two eras, as the SDK client names them
 MODES = ("legacy", "2026-07-28")
 
@@ -80,6 +82,18 @@ class Account:
         if name.upper() == "INBOX" or (prefix and name.startswith(prefix)):
             return name
         return prefix + name.replace("/", self.delimiter)
+
+    def on_server(self, args: dict[str, Any]) -> dict[str, Any]:
+        """Tool arguments with their mailbox names (`mailbox`, `destination`, `new_name`) as `mailbox` gives them."""
+        named = {key: self.mailbox(args[key]) for key in ("mailbox", "destination", "new_name") if key in args}
+        return {**args, **named}
+
+    def quoted(self, text: str) -> str:
+        """`text` with each quoted sample mailbox name ("Trash", 'Projects/Entwürfe') as this server names it."""
+        for name in SAMPLE_MAILBOXES:
+            for quote in ('"', "'"):
+                text = text.replace(f"{quote}{name}{quote}", f"{quote}{self.mailbox(name)}{quote}")
+        return text
 
     def port_for(self, tls: TlsMode) -> int:
         return self.server.tls_port if tls == "implicit" else self.server.port
@@ -272,6 +286,7 @@ def pool_without(account: Account, capabilities: tuple[str, ...] = (), mailboxes
     from imap_mcp.server.imap.pool import ImapPool
 
     hidden = {c.upper().encode() for c in capabilities}
+    mailboxes = tuple(account.mailbox(name) for name in mailboxes)
 
     def connector(settings: ImapSettings) -> IMAPClient:
         client = connect(settings)

@@ -16,6 +16,7 @@ from email.utils import format_datetime, make_msgid
 from imapclient import IMAPClient
 
 from imap_mcp.server.changes.messages import ChangeRefused, existing_uids, open_source
+from imap_mcp.server.imap.connection import append
 from imap_mcp.server.imap.lookup import Target as Messages
 from imap_mcp.server.imap.mailboxes import mailbox_with_role, missing_role_advice
 from imap_mcp.server.imap.uid_sets import compress
@@ -79,7 +80,7 @@ def draft_message(username: str, to: list[str], cc: list[str], subject: str, bod
 
 def append_draft(client: IMAPClient, message: EmailMessage) -> SavedDraft:
     mailbox = drafts_mailbox(client)
-    response = client.append(mailbox, wire_bytes(message), flags=[b"\\Draft", b"\\Seen"])
+    response = append(client, mailbox, wire_bytes(message), (b"\\Draft", b"\\Seen"))
     found = _APPENDUID.search(response if isinstance(response, bytes) else b"")
     if found is None:
         return SavedDraft(mailbox, None, None)

@@ -194,10 +194,21 @@ def _named(uids: tuple[int, ...]) -> str:
     return f"UIDs {shown}" if len(shown) <= 200 else f"{len(uids)} UIDs"
 
 
+#: the first UID Cyrus does not take in a SEARCH set (RFC 3501 allows UIDs up to 2^32 - 1)
+_CYRUS_UID_LIMIT = 2**31
+
+
 def existing_uids(client: IMAPClient, uids: tuple[int, ...]) -> set[int]:
-    """Which of `uids` the selected mailbox holds (`UID SEARCH UID <set>`: UIDs, never sequence numbers)."""
+    """Which of `uids` the selected mailbox holds (`UID SEARCH UID <set>`: UIDs, never sequence numbers).
+
+    UIDs from 2^31 up are asked about in sets of their own: Cyrus answers an empty SEARCH for a
+    whole set that names one.
+    """
+    low = [uid for uid in uids if uid < _CYRUS_UID_LIMIT]
+    high = [uid for uid in uids if uid >= _CYRUS_UID_LIMIT]
+    pieces = [piece for group in (low, high) if group for piece in split_uid_set(compress(group))]
     found: set[int] = set()
-    for piece in split_uid_set(compress(uids)):
+    for piece in pieces:
         found.update(client.search(["UID", piece]))
     return found & set(uids)
 

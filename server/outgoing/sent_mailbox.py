@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from imapclient import IMAPClient
 
+from imap_mcp.server.imap.connection import append
 from imap_mcp.server.imap.mailboxes import mailbox_with_role, missing_role_advice
 from imap_mcp.server.imap.message_ids import MessageRef, StaleMessageId, check_uidvalidity
 from imap_mcp.server.outgoing.reply import HEADER_FIELDS, Original, parse_original
@@ -92,7 +93,7 @@ def claim_sent_copy(client: IMAPClient, mailbox: str, message: bytes, when: dt.d
     """
     if not client.has_capability("UIDPLUS"):
         return None
-    response = client.append(mailbox, message, flags=(SEEN, SENDING), msg_time=when)
+    response = append(client, mailbox, message, (SEEN, SENDING), when)
     found = _APPENDUID.search(response if isinstance(response, bytes) else b"")
     if found is None:
         raise NoAppendUid(
@@ -132,7 +133,7 @@ def remove_sent_copy(client: IMAPClient, copy: MessageRef) -> None:
 
 def append_sent_copy(client: IMAPClient, mailbox: str, message: bytes, when: dt.datetime) -> None:
     """File the sent message in `mailbox`, already read."""
-    client.append(mailbox, message, flags=(SEEN,), msg_time=when)
+    append(client, mailbox, message, (SEEN,), when)
 
 
 def mark_answered(client: IMAPClient, ref: MessageRef) -> None:

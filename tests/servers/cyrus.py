@@ -120,6 +120,11 @@ specialusealways: yes
 tls_server_cert: {self.cert_file}
 tls_server_key: {d}/tls/key.pem
 maxlogins_per_user: 0
+# keep raw 8-bit header bytes as appended (Cyrus would turn each into 'X'), as Fastmail keeps them
+munge8bit: no
+# only \\All is protected from DELETE (no mailbox has it; Cyrus 3.6 protects Sent, Trash... by default),
+# so tests can delete and re-create Archive as on other servers
+specialuse_protect: \\All
 """
 
     def _cyrus_conf(self) -> str:
