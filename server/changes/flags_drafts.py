@@ -17,7 +17,7 @@ from imapclient import IMAPClient
 
 from imap_mcp.server.changes.messages import ChangeRefused, existing_uids, open_source
 from imap_mcp.server.imap.connection import append
-from imap_mcp.server.imap.lookup import Target as Messages
+from imap_mcp.server.imap.lookup import MessageSelection
 from imap_mcp.server.imap.mailboxes import mailbox_with_role, missing_role_advice
 from imap_mcp.server.imap.uid_sets import compress
 from imap_mcp.server.outgoing.compose import check_body, check_subject, parse_address, unique_recipients, wire_bytes
@@ -32,7 +32,7 @@ class FlagReport:
     missing: tuple[int, ...]
 
 
-def set_flags(client: IMAPClient, messages: Messages, add: list[str], remove: list[str]) -> FlagReport:
+def set_flags(client: IMAPClient, messages: MessageSelection, add: list[str], remove: list[str]) -> FlagReport:
     """Add then remove flags on the messages that still exist; the rest are reported missing."""
     uidvalidity = open_source(client, messages, readonly=False)
     present = tuple(sorted(existing_uids(client, messages.uids)))

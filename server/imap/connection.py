@@ -11,10 +11,11 @@ from imapclient import IMAPClient
 from imapclient.exceptions import IMAPClientError, LoginError
 
 from imap_mcp.server.config import ImapSettings
+from imap_mcp.server.errors import MailboxError
 from imap_mcp.server.tls import tls_context
 
 
-class MailboxUnavailable(Exception):
+class MailboxUnavailable(MailboxError):
     """The IMAP server could not be reached or refused the login; the message says what to check."""
 
 

@@ -24,6 +24,8 @@ from imapclient import IMAPClient
 from imapclient.exceptions import IMAPClientError
 from pydantic import BaseModel, Field
 
+from imap_mcp.server.errors import MailboxError
+
 Role = Literal["inbox", "sent", "drafts", "trash", "junk", "archive", "all", "flagged", "none"]
 
 SPECIAL_USE_ROLES: dict[bytes, Role] = {
@@ -112,7 +114,7 @@ def personal_name(client: IMAPClient, name: str) -> str:
     return found.prefix + name.replace("/", delimiter)
 
 
-class OutsideNamespaces(ValueError):
+class OutsideNamespaces(MailboxError):
     """A new mailbox name that lies in none of the account's namespaces."""
 
 

@@ -25,7 +25,7 @@ from imapclient.imapclient import _literal
 from imapclient.response_parser import parse_message_list
 from pydantic import BaseModel, Field
 
-from imap_mcp.server.imap.fetch import FetchData, esearch_all, fetch
+from imap_mcp.server.imap.fetch import FetchData, esearch_all, fetch, raw_untagged
 from imap_mcp.server.imap.message_ids import MessageRef
 from imap_mcp.server.imap.pool import Examined
 from imap_mcp.server.imap.uid_sets import expand
@@ -165,7 +165,7 @@ def _matching(client: IMAPClient, query: SearchQuery) -> str | list[int]:
     """The matching UIDs: one compressed set with ESEARCH (RFC 4731), else the plain SEARCH list."""
     if client.has_capability("ESEARCH"):
         return esearch_all(client, _search_command(query))
-    return list(parse_message_list(client._raw_command_untagged(b"SEARCH", _search_command(query))))
+    return list(parse_message_list(raw_untagged(client, b"SEARCH", _search_command(query))))
 
 
 def _newest_first_by_date(client: IMAPClient, query: SearchQuery) -> list[int]:
@@ -221,7 +221,7 @@ def newest_first(client: IMAPClient, query: SearchQuery) -> list[int]:
     """Every UID matching `query`: INTERNALDATE descending; equal dates as the server's SORT leaves them
     (`page_of` settles them), or without SORT in descending UID order."""
     if client.has_capability("SORT"):
-        found = client._raw_command_untagged(b"SORT", [b"(REVERSE ARRIVAL)", b"UTF-8", *query.program()], unpack=True)
+        found = raw_untagged(client, b"SORT", [b"(REVERSE ARRIVAL)", b"UTF-8", *query.program()], unpack=True)
         return [int(uid) for uid in (found or b"").split()]
     return _newest_first_by_date(client, query)
 
