@@ -23,12 +23,6 @@ def names(account: Account) -> set[str]:
         client.logout()
 
 
-def on_server(account: Account, args: dict[str, Any]) -> dict[str, Any]:
-    """`args` with its mailbox names as the account's server names them (`INBOX.Archive` on Courier)."""
-    named = {key: account.mailbox(args[key]) for key in ("mailbox", "new_name") if key in args}
-    return {**args, **named}
-
-
 def client_for(account: Account, person: Person | None = None) -> Client:
     options: dict[str, Any] = {"elicitation_callback": person} if person else {}
     guard = Guard(KeyRing(["m" * 40]), elicitation=True)
@@ -38,7 +32,7 @@ def client_for(account: Account, person: Person | None = None) -> Client:
 async def test_create_runs_at_once_without_asking(account: Account) -> None:
     person = Person()
     async with client_for(account, person) as client:
-        args = on_server(account, {"action": "create", "mailbox": "Receipts/2026"})
+        args = account.on_server({"action": "create", "mailbox": "Receipts/2026"})
         result = await client.call_tool("manage_mailbox", args)
     assert result.structured_content["approved_by"] == "not needed" and person.shown == []  # type: ignore[index]
     assert account.mailbox("Receipts/2026") in names(account)
@@ -46,7 +40,7 @@ async def test_create_runs_at_once_without_asking(account: Account) -> None:
 
 async def test_rename_takes_the_token_even_where_a_dialog_could_be_shown(account: Account) -> None:
     person = Person()
-    args = on_server(account, {"action": "rename", "mailbox": "Projects/Entwürfe", "new_name": "Projects/Drafts"})
+    args = account.on_server({"action": "rename", "mailbox": "Projects/Entwürfe", "new_name": "Projects/Drafts"})
     async with client_for(account, person) as client:
         first = await client.call_tool("manage_mailbox", args)
         assert args["mailbox"] in names(account)
@@ -59,7 +53,7 @@ async def test_rename_takes_the_token_even_where_a_dialog_could_be_shown(account
 async def test_delete_asks_and_then_deletes(account: Account) -> None:
     person = Person()
     async with client_for(account, person) as client:
-        args = on_server(account, {"action": "delete", "mailbox": "Projects/Entwürfe"})
+        args = account.on_server({"action": "delete", "mailbox": "Projects/Entwürfe"})
         result = await client.call_tool("manage_mailbox", args)
     assert result.structured_content["approved_by"] == "dialog" and len(person.shown) == 1  # type: ignore[index]
     assert account.mailbox("Projects/Entwürfe") not in names(account)
@@ -69,14 +63,14 @@ async def test_a_parent_mailbox_can_be_deleted_once_its_children_are(account: Ac
     async with client_for(account, Person()) as client:
         for mailbox in ("Projects/Entwürfe", "Projects"):
             result = await client.call_tool(
-                "manage_mailbox", on_server(account, {"action": "delete", "mailbox": mailbox})
+                "manage_mailbox", account.on_server({"action": "delete", "mailbox": mailbox})
             )
             assert result.structured_content["status"] == "done", result.content  # type: ignore[index]
     assert not {account.mailbox("Projects"), account.mailbox("Projects/Entwürfe")} & names(account)
 
 
 async def test_mail_arriving_after_the_question_voids_the_approval(account: Account) -> None:
-    args = on_server(account, {"action": "delete", "mailbox": "Archive"})
+    args = account.on_server({"action": "delete", "mailbox": "Archive"})
     async with client_for(account, Person()) as client:
         asked = await client.session.call_tool("manage_mailbox", args, allow_input_required=True)
         assert isinstance(asked, InputRequiredResult)
@@ -115,6 +109,6 @@ async def test_impossible_requests_are_refused_before_anyone_is_asked(
     said = said.replace("{Projects/Entwürfe}", account.mailbox("Projects/Entwürfe"))
     said = said.replace("{Projects}", account.mailbox("Projects"))
     async with client_for(account, person) as client:
-        result: CallToolResult = await client.call_tool("manage_mailbox", on_server(account, args))
+        result: CallToolResult = await client.call_tool("manage_mailbox", account.on_server(args))
     assert result.is_error and said in result.content[0].text and person.shown == []  # type: ignore[union-attr]
     assert names(account) >= {account.mailbox(name) for name in ("Archive", "Projects", "Projects/Entwürfe")}

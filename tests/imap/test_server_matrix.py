@@ -11,13 +11,11 @@ import datetime as dt
 from typing import Any
 
 import pytest
-from harness import Account, Person, error_text, new_account, structured
+from harness import Account, Person, error_text, new_account, served, structured
 from imapclient import IMAPClient
-from mcp import Client
 
 from imap_mcp.protocol import Guard
 from imap_mcp.sealing import KeyRing
-from imap_mcp.server.app import build_server
 from imap_mcp.server.config import ImapSettings
 from imap_mcp.server.imap.connection import connect
 from imap_mcp.server.imap.pool import ImapPool
@@ -55,7 +53,7 @@ def pool_seeing(
 
 
 async def roles(account: Account, pool: ImapPool | None = None) -> dict[str, str]:
-    async with Client(build_server(account.settings(), pool=pool)) as client:
+    async with served(account, pool=pool) as client:
         listed = structured(await client.call_tool("list_mailboxes", {}))["mailboxes"]
     return {m["name"]: m["role"] for m in listed if m["role"] != "none"}
 
@@ -123,7 +121,7 @@ async def test_a_new_name_outside_the_namespaces_is_refused_saying_what_the_serv
 ) -> None:
     account = empty_account
     guard = Guard(KeyRing(["m" * 40]), elicitation=True)
-    async with Client(build_server(account.settings(), guard=guard), mode="2026-07-28") as client:
+    async with served(account, guard=guard, mode="2026-07-28") as client:
         create = await client.call_tool("manage_mailbox", {"action": "create", "mailbox": "Receipts/2026"})
         rename = await client.call_tool(
             "manage_mailbox", {"action": "rename", "mailbox": "INBOX.Archive", "new_name": "Old"}
@@ -141,7 +139,7 @@ async def test_a_new_name_outside_the_namespaces_is_refused_saying_what_the_serv
 async def test_the_advice_to_create_a_missing_mailbox_names_it_the_servers_way(empty_account: Account) -> None:
     account = empty_account
     pool = pool_seeing(account, ("SPECIAL-USE", "XLIST"), plain_list=True, unlisted=(account.mailbox("Drafts"),))
-    async with Client(build_server(account.settings(), pool=pool)) as client:
+    async with served(account, pool=pool) as client:
         result = await client.call_tool("save_draft", {"to": ["bob@example.net"], "subject": "x", "body": "y"})
     assert f"Create one named {account.mailbox('Drafts')!r} with manage_mailbox" in error_text(result)
 
@@ -162,7 +160,7 @@ def account_with_ties(server: object) -> Account:
 async def test_equal_dates_come_newest_uid_first_on_every_page(mail_server: object, hidden: tuple[str, ...]) -> None:
     account = account_with_ties(mail_server)
     pool = pool_seeing(account, hidden=hidden)
-    async with Client(build_server(account.settings(), pool=pool)) as client:
+    async with served(account, pool=pool) as client:
         pages = [structured(await client.call_tool("search_messages", {"offset": o, "limit": 2})) for o in (0, 2)]
     assert [m["subject"] for p in pages for m in p["messages"]] == ["tie 2", "tie 1", "tie 0", "older"]
     assert [p["total"] for p in pages] == [4, 4]
@@ -173,9 +171,7 @@ async def test_a_mailbox_deleted_created_and_deleted_again_within_a_second_is_go
     account = empty_account
     name = account.mailbox("Flash")
     guard = Guard(KeyRing(["m" * 40]), elicitation=True)
-    async with Client(
-        build_server(account.settings(), guard=guard), mode="2026-07-28", elicitation_callback=Person()
-    ) as client:
+    async with served(account, guard=guard, mode="2026-07-28", elicitation_callback=Person()) as client:
         for _ in range(2):
             structured(await client.call_tool("manage_mailbox", {"action": "create", "mailbox": name}))
             deleted = structured(await client.call_tool("manage_mailbox", {"action": "delete", "mailbox": name}))
