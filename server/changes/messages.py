@@ -38,7 +38,7 @@ from imap_mcp.server.changes.copies import already_copied
 from imap_mcp.server.errors import MailboxError
 from imap_mcp.server.imap.fetch import split_uid_set, take_response_codes
 from imap_mcp.server.imap.lookup import MessageSelection, check_selection
-from imap_mcp.server.imap.mailboxes import list_mailboxes
+from imap_mcp.server.imap.mailboxes import mailbox_with_role, missing_role_advice
 from imap_mcp.server.imap.message_ids import StaleMessageId
 from imap_mcp.server.imap.pool import NoSuchMailbox, examine
 from imap_mcp.server.imap.uid_sets import compress, expand
@@ -117,16 +117,14 @@ def require_uid_expunge(client: IMAPClient) -> None:
 
 
 def trash_mailbox(client: IMAPClient) -> str:
-    """The mailbox with the SPECIAL-USE role \\Trash, else one named `Trash`; refused when there is none."""
-    boxes = list_mailboxes(client)
-    for wanted in (lambda b: b.role == "trash", lambda b: b.name.lower() == "trash"):
-        found = next((b.name for b in boxes if b.selectable and wanted(b)), None)
-        if found:
-            return found
-    raise ChangeRefused(
-        "This account has no Trash mailbox, so the messages cannot be moved there. Nothing was changed. "
-        "Create one with manage_mailbox, or delete with permanent: true (which cannot be undone)."
-    )
+    """The mailbox with the Trash role (`mailbox_with_role`); refused when there is none."""
+    found = mailbox_with_role(client, "trash")
+    if found is None:
+        raise ChangeRefused(
+            "This account has no Trash mailbox, so the messages cannot be moved there. Nothing was changed. "
+            f"{missing_role_advice(client, 'trash')} Or delete with permanent: true (which cannot be undone)."
+        )
+    return found
 
 
 def open_source(client: IMAPClient, messages: MessageSelection, readonly: bool) -> int:
@@ -226,10 +224,21 @@ def left_out(uids: tuple[int, ...], kept: AbstractSet[int]) -> tuple[int, ...]:
     return tuple(uid for uid in uids if uid not in kept)
 
 
+#: the first UID Cyrus does not take in a SEARCH set (RFC 3501 allows UIDs up to 2^32 - 1)
+_CYRUS_UID_LIMIT = 2**31
+
+
 def existing_uids(client: IMAPClient, uids: tuple[int, ...]) -> set[int]:
-    """Which of `uids` the selected mailbox holds (`UID SEARCH UID <set>`: UIDs, never sequence numbers)."""
+    """Which of `uids` the selected mailbox holds (`UID SEARCH UID <set>`: UIDs, never sequence numbers).
+
+    UIDs from 2^31 up are asked about in sets of their own: Cyrus answers an empty SEARCH for a
+    whole set that names one.
+    """
+    low = [uid for uid in uids if uid < _CYRUS_UID_LIMIT]
+    high = [uid for uid in uids if uid >= _CYRUS_UID_LIMIT]
+    pieces = [piece for group in (low, high) if group for piece in split_uid_set(compress(group))]
     found: set[int] = set()
-    for piece in split_uid_set(compress(uids)):
+    for piece in pieces:
         found.update(client.search(["UID", piece]))
     return found & set(uids)
 

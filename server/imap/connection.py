@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import imaplib
 import socket
 import ssl
@@ -115,3 +116,16 @@ def close(client: IMAPClient) -> None:
         client.logout()
     except Exception:
         _close_quietly(client)
+
+
+def append(
+    client: IMAPClient, mailbox: str, message: bytes, flags: tuple[bytes, ...], when: dt.datetime | None = None
+) -> bytes:
+    """APPEND `message` to `mailbox`; the server's tagged answer (with APPENDUID where offered).
+
+    A mailbox EXAMINEd on this connection is closed first (CLOSE after EXAMINE expunges nothing):
+    Courier refuses to APPEND to the mailbox it has selected read-only.
+    """
+    if client._imap.state == "SELECTED" and client._imap.is_readonly:
+        client.close_folder()
+    return client.append(mailbox, message, flags=flags, msg_time=when)  # type: ignore[no-any-return]

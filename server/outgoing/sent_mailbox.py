@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from imapclient import IMAPClient
 
 from imap_mcp.server.errors import MailboxError
-from imap_mcp.server.imap.mailboxes import list_mailboxes
+from imap_mcp.server.imap.connection import append
+from imap_mcp.server.imap.mailboxes import mailbox_with_role, missing_role_advice
 from imap_mcp.server.imap.message_ids import MessageRef, StaleMessageId, check_uidvalidity
 from imap_mcp.server.outgoing.reply import HEADER_FIELDS, Original, parse_original
 from imap_mcp.server.reading.reader import MessageGone
@@ -68,14 +69,14 @@ def fetch_original(client: IMAPClient, ref: MessageRef) -> Original:
 
 
 def sent_mailbox(client: IMAPClient) -> str:
-    """The name of the mailbox with the Sent role (RFC 6154), or `NoSentMailbox`."""
-    for mailbox in list_mailboxes(client):
-        if mailbox.role == "sent" and mailbox.selectable:
-            return mailbox.name
-    raise NoSentMailbox(
-        "The account has no Sent mailbox (none is marked \\Sent), so imap-mcp cannot keep the record that "
-        "makes a repeated call send nothing more. Ask the mail administrator to mark one as \\Sent."
-    )
+    """The name of the mailbox with the Sent role (`mailbox_with_role`), or `NoSentMailbox`."""
+    found = mailbox_with_role(client, "sent")
+    if found is None:
+        raise NoSentMailbox(
+            "The account has no Sent mailbox (none is marked \\Sent or named like one), so imap-mcp cannot keep "
+            f"the record that makes a repeated call send nothing more. {missing_role_advice(client, 'sent')}"
+        )
+    return found
 
 
 def sent_copy_exists(client: IMAPClient, mailbox: str, message_id: str) -> bool:
@@ -105,7 +106,7 @@ def claim_sent_copy(client: IMAPClient, mailbox: str, message: bytes, when: dt.d
     """
     if not client.has_capability("UIDPLUS"):
         return None
-    response = client.append(mailbox, message, flags=(SEEN, SENDING), msg_time=when)
+    response = append(client, mailbox, message, (SEEN, SENDING), when)
     found = _APPENDUID.search(response if isinstance(response, bytes) else b"")
     if found is None:
         raise NoAppendUid(
@@ -187,7 +188,7 @@ def remove_sent_copy(client: IMAPClient, copy: MessageRef) -> None:
 
 def append_sent_copy(client: IMAPClient, mailbox: str, message: bytes, when: dt.datetime) -> None:
     """File the sent message in `mailbox`, already read."""
-    client.append(mailbox, message, flags=(SEEN,), msg_time=when)
+    append(client, mailbox, message, (SEEN,), when)
 
 
 def mark_answered(client: IMAPClient, ref: MessageRef) -> None:

@@ -25,7 +25,8 @@ def original_of(account: Account, subject: str) -> tuple[MessageRef, str, str | 
         status = client.select_folder("INBOX", readonly=True)
         [uid] = client.search(["SUBJECT", subject])
         fields = client.fetch([uid], ["BODY.PEEK[HEADER.FIELDS (MESSAGE-ID REFERENCES)]"])[uid]
-        headers = fields[b"BODY[HEADER.FIELDS (MESSAGE-ID REFERENCES)]"].decode()
+        # Courier names the item with the field names quoted: match it by its start
+        headers = next(v for k, v in fields.items() if k.startswith(b"BODY[HEADER.FIELDS")).decode()
     finally:
         client.logout()
     values = dict(line.split(": ", 1) for line in headers.strip().splitlines())
