@@ -39,6 +39,7 @@ from imap_mcp.server.errors import MailboxError
 from imap_mcp.server.imap.connection import close, connect
 from imap_mcp.server.imap.deadline import Deadline, watch
 from imap_mcp.server.imap.failures import LIBRARY_ERRORS, explain, server_text
+from imap_mcp.server.imap.uidvalidity import settle
 
 T = TypeVar("T")
 
@@ -80,6 +81,7 @@ Operation = Callable[[IMAPClient], T] | InMailbox[T]
 def examine(client: IMAPClient, mailbox: str) -> Examined:
     """EXAMINE `mailbox` (read-only: no read here can set \\Seen) and return its UIDVALIDITY."""
     try:
+        settle(client, mailbox)
         response = client.select_folder(mailbox, readonly=True)
     except imaplib.IMAP4.abort:
         raise  # the connection dropped (a connection error, retried): not a mailbox that cannot be opened
