@@ -5,12 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from harness import Account, Person, served
-from mcp import Client
+from harness import Account, Person, guarded_client
 from mcp.types import CallToolResult, ElicitResult, InputRequiredResult
-
-from imap_mcp.protocol import Guard
-from imap_mcp.sealing import KeyRing
 
 pytestmark = pytest.mark.anyio
 
@@ -23,15 +19,9 @@ def names(account: Account) -> set[str]:
         client.logout()
 
 
-def client_for(account: Account, person: Person | None = None) -> Client:
-    options: dict[str, Any] = {"elicitation_callback": person} if person else {}
-    guard = Guard(KeyRing(["m" * 40]), elicitation=True)
-    return served(account, guard=guard, mode="2026-07-28", **options)
-
-
 async def test_create_runs_at_once_without_asking(account: Account) -> None:
     person = Person()
-    async with client_for(account, person) as client:
+    async with guarded_client(account, person) as client:
         args = account.on_server({"action": "create", "mailbox": "Receipts/2026"})
         result = await client.call_tool("manage_mailbox", args)
     assert result.structured_content["approved_by"] == "not needed" and person.shown == []  # type: ignore[index]
@@ -41,7 +31,7 @@ async def test_create_runs_at_once_without_asking(account: Account) -> None:
 async def test_rename_takes_the_token_even_where_a_dialog_could_be_shown(account: Account) -> None:
     person = Person()
     args = account.on_server({"action": "rename", "mailbox": "Projects/Entwürfe", "new_name": "Projects/Drafts"})
-    async with client_for(account, person) as client:
+    async with guarded_client(account, person) as client:
         first = await client.call_tool("manage_mailbox", args)
         assert args["mailbox"] in names(account)
         token = first.structured_content["confirm_token"]  # type: ignore[index]
@@ -52,7 +42,7 @@ async def test_rename_takes_the_token_even_where_a_dialog_could_be_shown(account
 
 async def test_delete_asks_and_then_deletes(account: Account) -> None:
     person = Person()
-    async with client_for(account, person) as client:
+    async with guarded_client(account, person) as client:
         args = account.on_server({"action": "delete", "mailbox": "Projects/Entwürfe"})
         result = await client.call_tool("manage_mailbox", args)
     assert result.structured_content["approved_by"] == "dialog" and len(person.shown) == 1  # type: ignore[index]
@@ -60,7 +50,7 @@ async def test_delete_asks_and_then_deletes(account: Account) -> None:
 
 
 async def test_a_parent_mailbox_can_be_deleted_once_its_children_are(account: Account) -> None:
-    async with client_for(account, Person()) as client:
+    async with guarded_client(account, Person()) as client:
         for mailbox in ("Projects/Entwürfe", "Projects"):
             result = await client.call_tool(
                 "manage_mailbox", account.on_server({"action": "delete", "mailbox": mailbox})
@@ -71,7 +61,7 @@ async def test_a_parent_mailbox_can_be_deleted_once_its_children_are(account: Ac
 
 async def test_mail_arriving_after_the_question_voids_the_approval(account: Account) -> None:
     args = account.on_server({"action": "delete", "mailbox": "Archive"})
-    async with client_for(account, Person()) as client:
+    async with guarded_client(account, Person()) as client:
         asked = await client.session.call_tool("manage_mailbox", args, allow_input_required=True)
         assert isinstance(asked, InputRequiredResult)
         direct = account.imap()
@@ -108,7 +98,7 @@ async def test_impossible_requests_are_refused_before_anyone_is_asked(
     person = Person()
     said = said.replace("{Projects/Entwürfe}", account.mailbox("Projects/Entwürfe"))
     said = said.replace("{Projects}", account.mailbox("Projects"))
-    async with client_for(account, person) as client:
+    async with guarded_client(account, person) as client:
         result: CallToolResult = await client.call_tool("manage_mailbox", account.on_server(args))
     assert result.is_error and said in result.content[0].text and person.shown == []  # type: ignore[union-attr]
     assert names(account) >= {account.mailbox(name) for name in ("Archive", "Projects", "Projects/Entwürfe")}
