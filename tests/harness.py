@@ -299,6 +299,15 @@ def append_message(account: Account, raw: bytes, mailbox: str = "INBOX", flags: 
         client.logout()
 
 
+def mailbox_names(account: Account) -> set[str]:
+    """The names of every mailbox of `account`, as the IMAP server lists them."""
+    client = account.imap()
+    try:
+        return {name for _, _, name in client.list_folders()}
+    finally:
+        client.logout()
+
+
 # --- Approvals (delete/move/manage_mailbox): ids, a scripted person, servers that lack things ---
 
 

@@ -5,18 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from harness import Account, Person, guarded_client
+from harness import Account, Person, guarded_client, mailbox_names
 from mcp.types import CallToolResult, ElicitResult, InputRequiredResult
 
 pytestmark = pytest.mark.anyio
-
-
-def names(account: Account) -> set[str]:
-    client = account.imap()
-    try:
-        return {name for _, _, name in client.list_folders()}
-    finally:
-        client.logout()
 
 
 async def test_create_runs_at_once_without_asking(account: Account) -> None:
@@ -25,7 +17,7 @@ async def test_create_runs_at_once_without_asking(account: Account) -> None:
         args = account.on_server({"action": "create", "mailbox": "Receipts/2026"})
         result = await client.call_tool("manage_mailbox", args)
     assert result.structured_content["approved_by"] == "not needed" and person.shown == []  # type: ignore[index]
-    assert account.mailbox("Receipts/2026") in names(account)
+    assert account.mailbox("Receipts/2026") in mailbox_names(account)
 
 
 async def test_rename_takes_the_token_even_where_a_dialog_could_be_shown(account: Account) -> None:
@@ -33,11 +25,11 @@ async def test_rename_takes_the_token_even_where_a_dialog_could_be_shown(account
     args = account.on_server({"action": "rename", "mailbox": "Projects/Entwürfe", "new_name": "Projects/Drafts"})
     async with guarded_client(account, person) as client:
         first = await client.call_tool("manage_mailbox", args)
-        assert args["mailbox"] in names(account)
+        assert args["mailbox"] in mailbox_names(account)
         token = first.structured_content["confirm_token"]  # type: ignore[index]
         done = await client.call_tool("manage_mailbox", {**args, "confirm_token": token})
     assert person.shown == [] and done.structured_content["approved_by"] == "token"  # type: ignore[index]
-    assert args["new_name"] in names(account) and args["mailbox"] not in names(account)
+    assert args["new_name"] in mailbox_names(account) and args["mailbox"] not in mailbox_names(account)
 
 
 async def test_delete_asks_and_then_deletes(account: Account) -> None:
@@ -46,7 +38,7 @@ async def test_delete_asks_and_then_deletes(account: Account) -> None:
         args = account.on_server({"action": "delete", "mailbox": "Projects/Entwürfe"})
         result = await client.call_tool("manage_mailbox", args)
     assert result.structured_content["approved_by"] == "dialog" and len(person.shown) == 1  # type: ignore[index]
-    assert account.mailbox("Projects/Entwürfe") not in names(account)
+    assert account.mailbox("Projects/Entwürfe") not in mailbox_names(account)
 
 
 async def test_a_parent_mailbox_can_be_deleted_once_its_children_are(account: Account) -> None:
@@ -56,7 +48,7 @@ async def test_a_parent_mailbox_can_be_deleted_once_its_children_are(account: Ac
                 "manage_mailbox", account.on_server({"action": "delete", "mailbox": mailbox})
             )
             assert result.structured_content["status"] == "done", result.content  # type: ignore[index]
-    assert not {account.mailbox("Projects"), account.mailbox("Projects/Entwürfe")} & names(account)
+    assert not {account.mailbox("Projects"), account.mailbox("Projects/Entwürfe")} & mailbox_names(account)
 
 
 async def test_mail_arriving_after_the_question_voids_the_approval(account: Account) -> None:
@@ -75,7 +67,7 @@ async def test_mail_arriving_after_the_question_voids_the_approval(account: Acco
         isinstance(again, InputRequiredResult)
         and "the 2 messages in it" in again.input_requests["approval"].params.message
     )  # type: ignore[union-attr]
-    assert account.mailbox("Archive") in names(account)
+    assert account.mailbox("Archive") in mailbox_names(account)
 
 
 @pytest.mark.parametrize(
@@ -101,4 +93,4 @@ async def test_impossible_requests_are_refused_before_anyone_is_asked(
     async with guarded_client(account, person) as client:
         result: CallToolResult = await client.call_tool("manage_mailbox", account.on_server(args))
     assert result.is_error and said in result.content[0].text and person.shown == []  # type: ignore[union-attr]
-    assert names(account) >= {account.mailbox(name) for name in ("Archive", "Projects", "Projects/Entwürfe")}
+    assert mailbox_names(account) >= {account.mailbox(name) for name in ("Archive", "Projects", "Projects/Entwürfe")}

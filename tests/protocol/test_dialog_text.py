@@ -17,7 +17,7 @@ import unicodedata
 from email.headerregistry import Address
 
 import pytest
-from harness import Account, Person, error_text, guarded_client
+from harness import Account, Person, error_text, guarded_client, mailbox_names
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -125,14 +125,6 @@ HOSTILE_NAMES = [
     "zero\u200bwidth",
     "tag\U000e0041",
 ]
-
-
-def mailbox_names(account: Account) -> set[str]:
-    client = account.imap()
-    try:
-        return {name for _, _, name in client.list_folders()}
-    finally:
-        client.logout()
 
 
 @pytest.mark.anyio
