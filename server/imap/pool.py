@@ -52,6 +52,8 @@ CONNECTION_ERRORS: tuple[type[BaseException], ...] = (
     EOFError,
     BrokenPipeError,
 )
+#: what opening a connection raises when it fails: a refusal, or one of the library's errors
+_OPEN_ERRORS: tuple[type[Exception], ...] = (MailboxError, *LIBRARY_ERRORS)
 
 
 class NoSuchMailbox(MailboxError):
@@ -247,7 +249,7 @@ class ImapPool:
     def _open_within(self, deadline: Deadline) -> _Connection:
         try:
             return self._open()
-        except (MailboxError, *LIBRARY_ERRORS):
+        except _OPEN_ERRORS:
             if deadline.expired:
                 raise self._too_slow() from None
             raise

@@ -18,7 +18,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from imapclient import IMAPClient
 from imapclient.imapclient import _literal
@@ -47,7 +47,7 @@ def search_string(value: str) -> bytes:
     data = value.encode("utf-8")
     if data.isascii() and not any(byte in data for byte in b"\r\n\x00"):
         return b'"' + data.replace(b"\\", b"\\\\").replace(b'"', b'\\"') + b'"'
-    return _literal(data)
+    return cast(bytes, _literal(data))  # imapclient is untyped; `_literal` subclasses bytes
 
 
 def imap_date(day: dt.date) -> bytes:
