@@ -67,8 +67,8 @@ class NewMessages(BaseModel):
         description="The new messages this call listed, newest first; they are not listed as new again."
     )
     remaining: int = Field(
-        description="New messages this call did not list (skipped by offset, past this page, or taken by a "
-        "concurrent call); call again to list those still new."
+        description="New messages this call did not list (skipped by offset, past this page, or changed by "
+        "another session while it ran, e.g. a concurrent call that listed them); call again for those still new."
     )
 
 
