@@ -10,6 +10,7 @@ from imapclient import IMAPClient
 from imapclient.exceptions import IMAPClientError, LoginError
 
 from imap_mcp.server.config import ImapSettings
+from imap_mcp.server.imap.long_lines import bound_lines
 from imap_mcp.server.tls import tls_context
 
 
@@ -41,6 +42,7 @@ def connect(settings: ImapSettings) -> IMAPClient:
             f"Cannot reach the IMAP server {_where(settings)}: {exc.strerror or exc}; check IMAP_HOST and "
             "IMAP_PORT, and that the server is running."
         ) from None
+    bound_lines(client._imap)
     try:
         if settings.tls == "starttls":
             client.starttls(tls_context(settings.ca_file))
@@ -68,6 +70,21 @@ def connect(settings: ImapSettings) -> IMAPClient:
 def _close_quietly(client: IMAPClient) -> None:
     with contextlib.suppress(Exception):  # already broken: nothing more to release
         client.shutdown()
+
+
+def in_step(client: IMAPClient) -> bool:
+    """True when no command is left unfinished on `client`: the next response is an answer to the next command.
+
+    A command interrupted by a protocol error (an overlong or malformed response, a timeout) leaves
+    its tag waiting, and whatever the server still sends for it would be read as the answer to the
+    next command: such a connection must be closed, never reused.
+    """
+    return not client._imap.tagged_commands
+
+
+def abandon(client: IMAPClient) -> None:
+    """Close a connection that is out of step without a word: a LOGOUT would first read the stale answer."""
+    _close_quietly(client)
 
 
 def close(client: IMAPClient) -> None:

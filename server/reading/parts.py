@@ -211,11 +211,24 @@ def _undo_transfer_encoding(data: bytes, encoding: str, complete: bool) -> bytes
     return data
 
 
+#: codecs Python counts as text encodings that are no charset of any mail: they raise on every input,
+#: or read escapes and Punycode (whose decoder is quadratic) instead of characters
+_NOT_CHARSETS = frozenset({"undefined", "idna", "punycode", "unicode-escape", "raw-unicode-escape"})
+
+
 def _codec(charset: str) -> str:
+    """The Python codec for a charset a message declares; "utf-8" for one that is unknown or no text encoding.
+
+    Only codecs that turn bytes into text are used: a "charset" naming base64, zlib, bz2, rot13, …
+    (codecs Python also knows, some of them decompressing) is treated as unknown, so nothing is ever
+    decompressed or reinterpreted through a charset.
+    """
     try:
-        return codecs.lookup(charset).name
-    except LookupError:
+        name = codecs.lookup(charset).name
+        b"".decode(name)  # refuses (LookupError) any codec that is not a text encoding
+    except (LookupError, ValueError):  # ValueError: a name with a NUL byte
         return "utf-8"
+    return "utf-8" if name in _NOT_CHARSETS else name
 
 
 def _guessed_text(raw: bytes, complete: bool) -> str:
