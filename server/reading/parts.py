@@ -225,7 +225,7 @@ def _codec(charset: str) -> str:
     """
     try:
         name = codecs.lookup(charset).name
-        b"".decode(name)  # refuses (LookupError) any codec that is not a text encoding
+        b"\x00".decode(name, "ignore")  # refuses (LookupError) any codec that is not a text encoding
     except (LookupError, ValueError):  # ValueError: a name with a NUL byte
         return "utf-8"
     return "utf-8" if name in _NOT_CHARSETS else name
