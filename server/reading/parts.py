@@ -8,12 +8,12 @@ text, and `decoded_stream` decodes a part fetched in pieces, so neither ever nee
 
 from __future__ import annotations
 
-import base64
 import binascii
 import codecs
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from email.errors import HeaderParseError
 from email.header import decode_header, make_header
 from typing import Any
 from urllib.parse import unquote_to_bytes
@@ -68,7 +68,7 @@ def decode_words(value: bytes | str | None) -> str:
         return text
     try:
         return str(make_header(decode_header(text)))
-    except (ValueError, LookupError, UnicodeDecodeError):
+    except (ValueError, LookupError, HeaderParseError):  # broken base64, unknown charsets: shown as written
         return text
 
 
@@ -195,14 +195,26 @@ def fetch_budget(part: Part, max_chars: int) -> int:
     return min(part.size, max_chars * per_char + 1024)
 
 
+def _base64_decoded(data: bytes, final: bool) -> tuple[bytes, bytes]:
+    """(the bytes the base64 in `data` carries, the characters held back for the next piece).
+
+    Lenient, as mail readers are, so broken base64 never fails a read: whatever is not in the
+    alphabet is skipped (line breaks, and padding wherever it stands), and at the very end a
+    single left-over character, which carries no whole byte, is dropped.
+    """
+    compact = re.sub(rb"[^A-Za-z0-9+/]", b"", data)
+    usable = len(compact) - len(compact) % 4
+    decoded, rest = binascii.a2b_base64(compact[:usable]), compact[usable:]
+    if not final:
+        return decoded, rest
+    if len(rest) >= 2:
+        decoded += binascii.a2b_base64(rest + b"=" * (4 - len(rest)))
+    return decoded, b""
+
+
 def _undo_transfer_encoding(data: bytes, encoding: str, complete: bool) -> bytes:
     if encoding == "base64":
-        compact = re.sub(rb"[^A-Za-z0-9+/=]", b"", data)
-        usable = compact if complete else compact[: len(compact) - len(compact) % 4]
-        try:
-            return base64.b64decode(usable + b"=" * (-len(usable) % 4))
-        except binascii.Error:
-            return b""
+        return _base64_decoded(data, final=complete)[0]
     if encoding == "quoted-printable":
         if not complete:
             cut = data.rfind(b"=", max(0, len(data) - 2))
@@ -260,10 +272,8 @@ def decoded_stream(chunks: Iterator[bytes], encoding: str) -> Iterator[bytes]:
     for chunk in chunks:
         pending += chunk
         if encoding == "base64":
-            compact = re.sub(rb"[^A-Za-z0-9+/=]", b"", pending)
-            usable = len(compact) - len(compact) % 4
-            yield base64.b64decode(compact[:usable])
-            pending = compact[usable:]
+            decoded, pending = _base64_decoded(pending, final=False)
+            yield decoded
         elif encoding == "quoted-printable":
             cut = pending.rfind(b"\n") + 1
             yield binascii.a2b_qp(pending[:cut])
