@@ -195,21 +195,31 @@ def fetch_budget(part: Part, max_chars: int) -> int:
     return min(part.size, max_chars * per_char + 1024)
 
 
+def _quanta(segment: bytes, final: bool) -> tuple[bytes, bytes]:
+    """(the bytes of the whole 4-character groups of `segment`, the characters left over).
+
+    With `final`, two or three left-over characters are decoded as if padded, and a single one,
+    which carries no whole byte, is dropped.
+    """
+    usable = len(segment) - len(segment) % 4
+    decoded, rest = binascii.a2b_base64(segment[:usable]), segment[usable:]
+    if not final:
+        return decoded, rest
+    return decoded + (binascii.a2b_base64(rest + b"=" * (4 - len(rest))) if len(rest) >= 2 else b""), b""
+
+
 def _base64_decoded(data: bytes, final: bool) -> tuple[bytes, bytes]:
     """(the bytes the base64 in `data` carries, the characters held back for the next piece).
 
     Lenient, as mail readers are, so broken base64 never fails a read: whatever is not in the
-    alphabet is skipped (line breaks, and padding wherever it stands), and at the very end a
-    single left-over character, which carries no whole byte, is dropped.
+    alphabet is skipped (line breaks, spaces), and padding ends a run wherever it stands (as
+    when encoded pieces were glued together), even when the run before it is of the wrong length.
     """
-    compact = re.sub(rb"[^A-Za-z0-9+/]", b"", data)
-    usable = len(compact) - len(compact) % 4
-    decoded, rest = binascii.a2b_base64(compact[:usable]), compact[usable:]
-    if not final:
-        return decoded, rest
-    if len(rest) >= 2:
-        decoded += binascii.a2b_base64(rest + b"=" * (4 - len(rest)))
-    return decoded, b""
+    compact = re.sub(rb"[^A-Za-z0-9+/=]", b"", data)
+    *closed, still_open = compact.split(b"=")
+    decoded = b"".join(_quanta(run, final=True)[0] for run in closed)
+    last, rest = _quanta(still_open, final)
+    return decoded + last, rest
 
 
 def _undo_transfer_encoding(data: bytes, encoding: str, complete: bool) -> bytes:

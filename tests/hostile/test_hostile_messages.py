@@ -206,3 +206,24 @@ async def test_an_id_is_accepted_in_exactly_the_spelling_a_tool_returned(account
             text = error_text(await client.call_tool(tool, {"id": alias}))
             assert "is not a message id" in text
         assert structured(await client.call_tool("get_message", {"id": seventh}))["uid"] == 7
+
+
+async def test_broken_base64_in_an_encoded_word_and_in_an_attachment_is_read_leniently(account: Account) -> None:
+    """Found by the generator: a subject `=?utf-8?B?…?=` of bad length, an attachment of bad length, both raised."""
+    raw = (
+        b"From: stranger@example.net\r\nSubject: =?utf-8?B?UnalUeAIPAOYvJ7UkGQeK?=\r\nMIME-Version: 1.0\r\n"
+        b"Content-Type: multipart/mixed; boundary=B\r\n\r\n"
+        b"--B\r\nContent-Type: text/plain\r\n\r\nbody\r\n"
+        b"--B\r\nContent-Type: application/octet-stream; name=a.bin\r\nContent-Transfer-Encoding: base64\r\n\r\n"
+        b"aGVsbG8=d29y\r\nbGQ=Z\r\n--B--\r\n"
+    )
+    hostile_id, ordinary_id = appended_ids(account, raw, ORDINARY)
+    async with Client(build_server(account.settings())) as client:
+        page = await search(client)
+        assert page["messages"][1]["subject"] == "=?utf-8?B?UnalUeAIPAOYvJ7UkGQeK?="
+        message = await read(client, hostile_id)
+        assert message["headers"]["subject"] == "=?utf-8?B?UnalUeAIPAOYvJ7UkGQeK?="
+        result = await client.call_tool("get_attachments", {"id": hostile_id})
+        assert structured(result)["delivered"][0]["size"] == len(b"helloworld")
+        assert result.content[1].resource.blob == base64.b64encode(b"helloworld").decode()
+        await assert_still_reads_the_ordinary_message(client, ordinary_id)
