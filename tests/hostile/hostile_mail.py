@@ -126,7 +126,7 @@ def addresses() -> st.SearchStrategy[str]:
         st.text(_HEADER_SAFE, max_size=40),
     )
     few = st.lists(one, max_size=5).map(", ".join)
-    many = st.builds(lambda n: ", ".join(f"p{i}@example.net" for i in range(n)), st.integers(100, 3000))
+    many = st.builds(lambda n: ", ".join(f"p{i}@example.net" for i in range(n)), st.integers(100, 1000))
     return st.one_of(few, few, many)
 
 
@@ -150,7 +150,7 @@ def parameters() -> st.SearchStrategy[str]:
 
 def html_bodies() -> st.SearchStrategy[str]:
     soup = st.lists(st.sampled_from(HTML_PIECES), max_size=300).map("".join)
-    nested = st.builds(lambda piece, n: piece * n, st.sampled_from(HTML_PIECES), st.integers(1, 3000))
+    nested = st.builds(lambda piece, n: piece * n, st.sampled_from(HTML_PIECES), st.integers(1, 1500))
     return st.lists(st.one_of(soup, nested), min_size=1, max_size=3).map("".join)
 
 
