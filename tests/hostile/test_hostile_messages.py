@@ -19,6 +19,7 @@ from mcp import Client
 from imap_mcp.server.app import build_server
 from imap_mcp.server.imap.message_ids import decode_id
 from imap_mcp.server.imap.pool import ImapPool
+from imap_mcp.server.reading import reader
 
 pytestmark = pytest.mark.anyio
 
@@ -227,3 +228,26 @@ async def test_broken_base64_in_an_encoded_word_and_in_an_attachment_is_read_len
         assert structured(result)["delivered"][0]["size"] == len(b"helloworld")
         assert result.content[1].resource.blob == base64.b64encode(b"helloworld").decode()
         await assert_still_reads_the_ordinary_message(client, ordinary_id)
+
+
+async def test_html_is_converted_after_the_connection_went_back_to_the_pool(
+    account: Account, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Four slow HTML mails occupied every pooled connection while they were converted."""
+    pool = ImapPool(account.imap_settings(), max_size=1)
+    slot_free_while_converting: list[bool] = []
+    convert = reader.html_to_text
+
+    def watched(html: str) -> str:
+        free = pool._slots.acquire(blocking=False)  # the pool's only connection slot
+        if free:
+            pool._slots.release()
+        slot_free_while_converting.append(free)
+        return convert(html)
+
+    monkeypatch.setattr(reader, "html_to_text", watched)
+    raw = head("html", "text/html; charset=utf-8") + b"<p>Hello <b>there</b></p>\r\n"
+    (html_id,) = appended_ids(account, raw)
+    async with Client(build_server(account.settings(), pool=pool)) as client:
+        assert (await read(client, html_id))["body"]["text"] == "Hello **there**\n"
+    assert slot_free_while_converting == [True]
