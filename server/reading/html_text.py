@@ -24,8 +24,13 @@ import html2text
 
 #: the longest tag (with its attributes) kept; a longer one is read as text
 MAX_TAG = 2048
+#: a complete start or end tag: a name, then attributes (quoted, unquoted, or bare) separated by
+#: spaces or slashes, or directly after a quoted value; possessive throughout, so no input makes
+#: it backtrack
 _TAG = re.compile(
-    r"""</?[A-Za-z][A-Za-z0-9:-]*(?:\s+[^\s"'<>/=]+(?:\s*=\s*(?:"[^"]*"|'[^']*'|[^\s"'<>=`]+))?)*\s*/?>"""
+    r"""</?[A-Za-z][A-Za-z0-9:-]*+"""
+    r"""(?>(?:[\s/]++|(?<=["']))[^\s"'<>/=]++(?>\s*+=\s*+(?>"[^"]*+"|'[^']*+'|[^\s"'<>`]++))?+)*+"""
+    r"""[\s/]*+>"""
 )
 _DECLARATION = re.compile(r"<[!?][^<>]*>")
 
