@@ -1,10 +1,11 @@
 """Sealing: approvals bound to the exact target, under a rotating key ring.
 
-Pure: imports neither IMAP nor MCP code. `fingerprint` turns a `Target` into canonical bytes
+Pure: imports neither IMAP nor MCP code and speaks no IMAP. `fingerprint` turns a `Target`
+(operation, account, named `Scope`s, sorted items, content digest) into canonical bytes
 and a digest; `seal` signs a `Claim` (fingerprint + question digest) with a `KeyRing`.
 """
 
-from .fingerprint import Target, canonical_bytes, fingerprint
+from .fingerprint import Scope, Target, canonical_bytes, fingerprint
 from .keyring import KeyRing
 from .seal import BadSeal, Claim, Sealer, SealError, SealExpired, WrongTarget, question_digest
 
@@ -12,6 +13,7 @@ __all__ = [
     "BadSeal",
     "Claim",
     "KeyRing",
+    "Scope",
     "SealError",
     "SealExpired",
     "Sealer",

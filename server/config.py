@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from imap_mcp.server.outgoing.compose import OutgoingError, parse_address
+from imap_mcp.server.errors import OutgoingError
+from imap_mcp.server.outgoing.compose import parse_address
 
 TlsMode = Literal["implicit", "starttls", "none"]
 TLS_MODES: tuple[TlsMode, ...] = ("implicit", "starttls", "none")

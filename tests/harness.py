@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import socket
 import ssl
 import subprocess
@@ -22,8 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from imapclient import IMAPClient
-from mcp import StdioServerParameters
+from mcp import Client, StdioServerParameters
+from mcp.types import CallToolResult, ElicitResult, InputRequiredResult
 
+from imap_mcp.server.app import build_server
 from imap_mcp.server.config import ImapSettings, Secret, Settings, TlsMode
 from imap_mcp.server.demo.dovecot import Dovecot, free_port
 
@@ -168,10 +171,53 @@ def structured(result: Any) -> dict[str, Any]:
     return result.structured_content  # type: ignore[no-any-return]
 
 
+#: how the SDK reports an exception a tool did not turn into a tool error: the bare prefix, no message
+#: (a refusal reads `Error executing tool <name>: <message>`)
+CRASH = re.compile(r"Error executing tool [\w.-]+")
+
+
 def error_text(result: Any) -> str:
-    """The message of a tool call that must have failed as a tool error (isError), not a protocol error."""
+    """The message of a tool call that must have been refused with a tool error (isError): not a protocol
+    error, and not a crash (an exception no layer mapped, which the SDK reports with a generic text)."""
     assert result.is_error, result.structured_content
-    return str(result.content[0].text)
+    text = str(result.content[0].text)
+    assert not CRASH.fullmatch(text), f"a crash, not a refusal: {text}"
+    return text
+
+
+def served(settings: Settings | Account, pool: Any = None, guard: Any = None, **options: Any) -> Client:
+    """An in-memory MCP client of a fresh server for `settings` (or an account's settings), with `pool` and
+    `guard` when given; `options` go to the client (mode, elicitation_callback)."""
+    if isinstance(settings, Account):
+        settings = settings.settings()
+    return Client(build_server(settings, pool=pool, guard=guard), **options)
+
+
+async def search(client: Client, **arguments: Any) -> dict[str, Any]:
+    """One search_messages page that must have succeeded."""
+    return structured(await client.call_tool("search_messages", arguments))
+
+
+async def first_round(client: Client, tool: str, args: dict[str, Any]) -> InputRequiredResult | CallToolResult:
+    """A call to a guarded tool, as a 2026-07-28 client makes it: a question (input_required) or a result."""
+    return await client.session.call_tool(tool, args, allow_input_required=True)
+
+
+async def ask(client: Client, tool: str, args: dict[str, Any]) -> InputRequiredResult:
+    """The first round of a guarded call, which must be a question for a person."""
+    first = await first_round(client, tool, args)
+    assert isinstance(first, InputRequiredResult), first
+    return first
+
+
+async def answer(
+    client: Client, tool: str, args: dict[str, Any], state: str | None, action: str = "accept", ticked: bool = True
+) -> CallToolResult | InputRequiredResult:
+    """The retry carrying the person's answer to the approval form, exactly as a 2026-07-28 client sends it."""
+    response = ElicitResult(action=action, content={"approve": ticked} if action == "accept" else None)  # type: ignore[arg-type]
+    return await client.session.call_tool(
+        tool, args, allow_input_required=True, input_responses={"approval": response}, request_state=state
+    )
 
 
 def append_message(account: Account, raw: bytes, mailbox: str = "INBOX", flags: tuple[bytes, ...] = ()) -> int:

@@ -16,7 +16,7 @@ from email.utils import format_datetime, make_msgid
 from imapclient import IMAPClient
 
 from imap_mcp.server.changes.messages import ChangeRefused, existing_uids, open_source
-from imap_mcp.server.imap.lookup import Target as Messages
+from imap_mcp.server.imap.lookup import MessageSelection
 from imap_mcp.server.imap.mailboxes import list_mailboxes
 from imap_mcp.server.imap.uid_sets import compress
 from imap_mcp.server.outgoing.compose import check_body, check_subject, parse_address, unique_recipients, wire_bytes
@@ -31,7 +31,7 @@ class FlagReport:
     missing: tuple[int, ...]
 
 
-def set_flags(client: IMAPClient, messages: Messages, add: list[str], remove: list[str]) -> FlagReport:
+def set_flags(client: IMAPClient, messages: MessageSelection, add: list[str], remove: list[str]) -> FlagReport:
     """Add then remove flags on the messages that still exist; the rest are reported missing."""
     uidvalidity = open_source(client, messages, readonly=False)
     present = tuple(sorted(existing_uids(client, messages.uids)))

@@ -1,8 +1,9 @@
 """Moving, copying and deleting messages, exactly as approved.
 
 Planning (`plan_message_change`) observes the mailbox's current state and returns the exact
-`Target` a person is asked about. Executing (`execute_message_change`) re-observes it and runs
-only if it is still that target, so nothing acts on a mailbox that was re-created in between.
+`PlannedMessageChange` a person is asked about (its `target` is what the approval is sealed
+to). Executing (`execute_message_change`) re-observes it and runs only if it is still that
+plan, so nothing acts on a mailbox that was re-created in between.
 
 Mailbox-side rules:
 - Move uses MOVE where offered; otherwise COPY, then `\\Deleted` + `UID EXPUNGE` of exactly the
@@ -12,12 +13,12 @@ Mailbox-side rules:
   EXPUNGE, which would also remove messages another client had marked `\\Deleted`.
 - A trash-delete with no Trash mailbox is refused, never turned into a permanent one.
 - A person is only ever asked about UIDs that exist when asked: the rest of a request (UIDs
-  already gone, or not yet given out) is left out of the `Target`, and a request none of whose
+  already gone, or not yet given out) is left out of the plan, and a request none of whose
   UIDs exist is refused. UIDs are never reused within one UIDVALIDITY, so no approval, however
   replayed, can reach mail that arrives later.
 - UIDs gone by the time an approved change runs are reported as missing, so replaying an
   executed approval does nothing; a replayed copy skips what it already copied
-  (`mailbox_changes_copies`).
+  (`changes.copies`).
 - A change into the mailbox it comes from is refused; INBOX is one mailbox in any case (RFC 3501).
 - Every UID set goes to the server compressed into ranges (`uid_sets.compress`).
 """
@@ -30,26 +31,49 @@ from typing import Literal
 
 from imapclient import IMAPClient
 
-from imap_mcp.sealing import Target
+from imap_mcp.sealing import Scope, Target
 from imap_mcp.server.changes.copies import already_copied
-from imap_mcp.server.imap.fetch import split_uid_set
-from imap_mcp.server.imap.lookup import Target as Messages
-from imap_mcp.server.imap.lookup import check_target
+from imap_mcp.server.errors import MailboxError
+from imap_mcp.server.imap.fetch import split_uid_set, take_response_codes
+from imap_mcp.server.imap.lookup import MessageSelection, check_selection
 from imap_mcp.server.imap.mailboxes import list_mailboxes
 from imap_mcp.server.imap.message_ids import StaleMessageId
 from imap_mcp.server.imap.pool import NoSuchMailbox, examine
 from imap_mcp.server.imap.uid_sets import compress, expand
 
-Operation = Literal["trash", "delete_permanently", "move", "copy"]
+MessageOperation = Literal["trash", "delete_permanently", "move", "copy"]
 DELETED = b"\\Deleted"
 
 
-class ChangeRefused(Exception):
+class ChangeRefused(MailboxError):
     """The change cannot run as asked; the message says why and what to do instead."""
 
 
 class TargetChanged(ChangeRefused):
     """The mailbox is no longer in the state the approval was given for."""
+
+
+@dataclass(frozen=True)
+class PlannedMessageChange:
+    """Exactly what a person is asked to approve: these UIDs of `source` (at its UIDVALIDITY), and where
+    they go (`destination` at its UIDVALIDITY, if it has one)."""
+
+    operation: MessageOperation
+    account: str
+    source: str
+    source_uidvalidity: int
+    uids: tuple[int, ...]
+    destination: str | None = None
+    destination_uidvalidity: int | None = None
+
+    @property
+    def target(self) -> Target:
+        """What the approval is sealed to: the source and destination as scopes, the UIDs as items."""
+        scopes = [Scope("source", self.source, (self.source_uidvalidity,))]
+        if self.destination is not None:
+            pinned = () if self.destination_uidvalidity is None else (self.destination_uidvalidity,)
+            scopes.append(Scope("destination", self.destination, pinned))
+        return Target(self.operation, self.account, tuple(scopes), self.uids)
 
 
 @dataclass(frozen=True)
@@ -77,7 +101,7 @@ _NO_MOVE = {
 }
 
 
-def require_move_support(client: IMAPClient, operation: Operation) -> None:
+def require_move_support(client: IMAPClient, operation: MessageOperation) -> None:
     if not (has(client, "MOVE") or has(client, "UIDPLUS")):
         raise ChangeRefused(f"The IMAP server offers neither MOVE nor UIDPLUS, so {_NO_MOVE[operation]}")
 
@@ -104,7 +128,7 @@ def trash_mailbox(client: IMAPClient) -> str:
     )
 
 
-def open_source(client: IMAPClient, messages: Messages, readonly: bool) -> int:
+def open_source(client: IMAPClient, messages: MessageSelection, readonly: bool) -> int:
     """Select (or EXAMINE) the messages' mailbox; its UIDVALIDITY, or `StaleMessageId` if it changed."""
     if readonly:
         uidvalidity = examine(client, messages.mailbox).uidvalidity
@@ -115,7 +139,7 @@ def open_source(client: IMAPClient, messages: Messages, readonly: bool) -> int:
             raise NoSuchMailbox(
                 f"Mailbox {messages.mailbox!r} cannot be opened for changes; check the name with list_mailboxes."
             ) from None
-    check_target(messages, uidvalidity)
+    check_selection(messages, uidvalidity)
     return uidvalidity
 
 
@@ -141,11 +165,11 @@ def canonical_name(name: str) -> str:
 
 
 def plan_message_change(
-    client: IMAPClient, account: str, selection: Messages, operation: Operation, destination: str | None
-) -> Target:
-    """The exact target of moving/copying/deleting `selection` now, or `ChangeRefused`.
+    client: IMAPClient, account: str, selection: MessageSelection, operation: MessageOperation, destination: str | None
+) -> PlannedMessageChange:
+    """The exact plan for moving/copying/deleting `selection` now, or `ChangeRefused`.
 
-    The target holds only those of the requested UIDs that exist now (see the module docstring).
+    The plan holds only those of the requested UIDs that exist now (see the module docstring).
     """
     source_uidvalidity = open_source(client, selection, readonly=True)
     uids = uids_to_ask_about(client, selection)
@@ -168,7 +192,7 @@ def plan_message_change(
                 f"The messages are already in {selection.mailbox!r} ({destination!r} is the same mailbox). "
                 "Nothing was changed; choose another destination."
             )
-    return Target(
+    return PlannedMessageChange(
         operation=operation,
         account=account,
         source=selection.mailbox,
@@ -179,7 +203,7 @@ def plan_message_change(
     )
 
 
-def uids_to_ask_about(client: IMAPClient, selection: Messages) -> tuple[int, ...]:
+def uids_to_ask_about(client: IMAPClient, selection: MessageSelection) -> tuple[int, ...]:
     """Those of the selection's UIDs the selected mailbox holds now; `ChangeRefused` when it holds none."""
     present = tuple(sorted(existing_uids(client, selection.uids)))
     if not present:
@@ -204,9 +228,9 @@ def existing_uids(client: IMAPClient, uids: tuple[int, ...]) -> set[int]:
     return found & set(uids)
 
 
-def execute_message_change(client: IMAPClient, target: Target) -> ChangeReport:
+def execute_message_change(client: IMAPClient, target: PlannedMessageChange) -> ChangeReport:
     """Run the approved change on exactly `target`; `TargetChanged` if the mailboxes moved on."""
-    source = Messages(target.source, target.source_uidvalidity, target.uids)
+    source = MessageSelection(target.source, target.source_uidvalidity, target.uids)
     try:
         open_source(client, source, readonly=target.operation == "copy")
         destination_uidvalidity = uidvalidity_of(client, target.destination) if target.destination else None
@@ -229,14 +253,16 @@ def execute_message_change(client: IMAPClient, target: Target) -> ChangeReport:
     return ChangeReport(present, missing, new_uids, destination_uidvalidity, copied_before)
 
 
-def _copied_before(client: IMAPClient, source: Messages, uids: tuple[int, ...], destination: str) -> tuple[int, ...]:
+def _copied_before(
+    client: IMAPClient, source: MessageSelection, uids: tuple[int, ...], destination: str
+) -> tuple[int, ...]:
     """Those of `uids` whose Message-ID `destination` holds; the source is selected again afterwards."""
     found = already_copied(client, uids, destination)
     open_source(client, source, readonly=True)
     return tuple(sorted(found))
 
 
-def _run(client: IMAPClient, target: Target, uids: tuple[int, ...]) -> dict[int, int]:
+def _run(client: IMAPClient, target: PlannedMessageChange, uids: tuple[int, ...]) -> dict[int, int]:
     uid_set = compress(uids)
     _take_copyuid(client)
     if target.operation == "delete_permanently":
@@ -265,7 +291,7 @@ def _take_copyuid(client: IMAPClient) -> dict[int, int]:
     keeps every response code it saw; this reads and clears that record.
     """
     mapping: dict[int, int] = {}
-    for raw in client._imap.untagged_responses.pop("COPYUID", []):
+    for raw in take_response_codes(client, "COPYUID"):
         _, old, new = raw.decode("ascii", "replace").split()
         mapping.update(zip(expand(old), expand(new), strict=True))
     return mapping

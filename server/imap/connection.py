@@ -10,11 +10,12 @@ from imapclient import IMAPClient
 from imapclient.exceptions import IMAPClientError, LoginError
 
 from imap_mcp.server.config import ImapSettings
-from imap_mcp.server.imap.long_lines import bound_lines
+from imap_mcp.server.errors import MailboxError
+from imap_mcp.server.imap.fetch import read_lines_boundedly
 from imap_mcp.server.tls import tls_context
 
 
-class MailboxUnavailable(Exception):
+class MailboxUnavailable(MailboxError):
     """The IMAP server could not be reached or refused the login; the message says what to check."""
 
 
@@ -42,7 +43,7 @@ def connect(settings: ImapSettings) -> IMAPClient:
             f"Cannot reach the IMAP server {_where(settings)}: {exc.strerror or exc}; check IMAP_HOST and "
             "IMAP_PORT, and that the server is running."
         ) from None
-    bound_lines(client._imap)
+    read_lines_boundedly(client)
     try:
         if settings.tls == "starttls":
             client.starttls(tls_context(settings.ca_file))
@@ -70,16 +71,6 @@ def connect(settings: ImapSettings) -> IMAPClient:
 def _close_quietly(client: IMAPClient) -> None:
     with contextlib.suppress(Exception):  # already broken: nothing more to release
         client.shutdown()
-
-
-def in_step(client: IMAPClient) -> bool:
-    """True when no command is left unfinished on `client`: the next response is an answer to the next command.
-
-    A command interrupted by a protocol error (an overlong or malformed response, a timeout) leaves
-    its tag waiting, and whatever the server still sends for it would be read as the answer to the
-    next command: such a connection must be closed, never reused.
-    """
-    return not client._imap.tagged_commands
 
 
 def abandon(client: IMAPClient) -> None:

@@ -6,8 +6,14 @@
   A message whose response was too long to read (see `long_lines`) or could not be parsed comes
   back as `{UNREADABLE: reason}` instead of failing the whole command.
 - `esearch_all` asks for the matching UIDs as one compact set (RFC 4731 ESEARCH).
-These reach into imapclient's `_imap` (the imaplib connection) and `_raw_command_untagged`,
-the way imapclient's own methods do.
+- `raw_untagged` sends a command imapclient has no method for (SORT, SEARCH with our own syntax).
+- `take_response_codes` reads and clears the response codes imaplib kept (COPYUID after MOVE).
+- `read_lines_boundedly` makes a new connection skip overlong FETCH responses (`long_lines`);
+  `in_step` says whether a command was left unfinished on a connection (then it must be closed).
+
+This module is the one place that reaches into imapclient's private API (`_imap`, the imaplib
+connection, `_raw_command_untagged`, `_checkok`), the way imapclient's own methods do; an
+imapclient upgrade is checked here.
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from imapclient import IMAPClient
 from imapclient.exceptions import ProtocolError
 from imapclient.response_parser import parse_fetch_response
 
-from imap_mcp.server.imap.long_lines import MAX_LINE, OVERSIZED
+from imap_mcp.server.imap.long_lines import MAX_LINE, OVERSIZED, bound_lines
 from imap_mcp.server.imap.uid_sets import compress
 
 #: keep each command line well under Dovecot's 64 KB limit
@@ -156,10 +162,36 @@ def _uids_of_numbers(client: IMAPClient, unread_numbers: dict[int, str]) -> dict
 
 def esearch_all(client: IMAPClient, criteria: list[bytes]) -> str:
     """The UIDs matching `criteria` as one compressed set (`UID SEARCH RETURN (ALL)`); "" when none match."""
-    response = client._raw_command_untagged(b"SEARCH", [b"RETURN", b"(ALL)", *criteria], response_name="ESEARCH")
+    response = raw_untagged(client, b"SEARCH", [b"RETURN", b"(ALL)", *criteria], response_name="ESEARCH")
     for line in response:
         words = (line or b"").split()
         for position, word in enumerate(words[:-1]):
             if word.upper() == b"ALL":
                 return words[position + 1].decode("ascii")
     return ""
+
+
+def raw_untagged(client: IMAPClient, command: bytes, args: list[bytes], **options: Any) -> Any:
+    """Send `command` with `args` as given and return its untagged response (imapclient's own raw path)."""
+    return client._raw_command_untagged(command, args, **options)
+
+
+def take_response_codes(client: IMAPClient, code: str) -> list[bytes]:
+    """The `code` response codes (e.g. COPYUID) the connection saw since the last call, and forget them."""
+    taken: list[bytes] = client._imap.untagged_responses.pop(code, [])
+    return taken
+
+
+def read_lines_boundedly(client: IMAPClient) -> None:
+    """Make `client` skip a FETCH response with a line over imaplib's limit instead of failing mid-response."""
+    bound_lines(client._imap)
+
+
+def in_step(client: IMAPClient) -> bool:
+    """True when no command is left unfinished on `client`: the next response is an answer to the next command.
+
+    A command interrupted by a protocol error (an overlong or malformed response, a timeout) leaves
+    its tag waiting, and whatever the server still sends for it would be read as the answer to the
+    next command: such a connection must be closed, never reused.
+    """
+    return not client._imap.tagged_commands

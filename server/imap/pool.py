@@ -37,7 +37,10 @@ from imapclient import IMAPClient
 from imapclient.exceptions import IMAPClientError
 
 from imap_mcp.server.config import ImapSettings
-from imap_mcp.server.imap.connection import MailboxUnavailable, abandon, close, connect, in_step
+from imap_mcp.server.errors import MailboxError
+from imap_mcp.server.imap.connection import abandon, close, connect
+from imap_mcp.server.imap.failures import LIBRARY_ERRORS, explain, server_text
+from imap_mcp.server.imap.fetch import in_step
 
 T = TypeVar("T")
 
@@ -52,7 +55,7 @@ CONNECTION_ERRORS: tuple[type[BaseException], ...] = (
 )
 
 
-class NoSuchMailbox(Exception):
+class NoSuchMailbox(MailboxError):
     """The mailbox cannot be opened (it does not exist, or cannot hold messages)."""
 
 
@@ -80,17 +83,14 @@ def examine(client: IMAPClient, mailbox: str) -> Examined:
     """EXAMINE `mailbox` (read-only: no read here can set \\Seen) and return its UIDVALIDITY."""
     try:
         response = client.select_folder(mailbox, readonly=True)
+    except imaplib.IMAP4.abort:
+        raise  # the connection dropped (a connection error, retried): not a mailbox that cannot be opened
     except IMAPClientError as exc:
         raise NoSuchMailbox(
-            f"Mailbox {mailbox!r} cannot be opened ({_server_reason(exc)}); check the name with list_mailboxes "
+            f"Mailbox {mailbox!r} cannot be opened ({server_text(exc)}); check the name with list_mailboxes "
             "and pass it exactly as listed."
         ) from None
     return Examined(mailbox, int(response[b"UIDVALIDITY"]))
-
-
-def _server_reason(exc: Exception) -> str:
-    text = str(exc)
-    return text.split(": ", 1)[-1][:200] if ": " in text else text[:200]
 
 
 def _current_uidvalidity(client: IMAPClient, mailbox: str) -> int | None:
@@ -228,8 +228,15 @@ class ImapPool:
     def run_sync(self, operation: Operation[T], retry: bool = True) -> T:
         """Run `operation` on a connection of its own; retry once on a fresh one if a reused one dropped.
 
-        Pass `retry=False` for an operation that must not run twice (an APPEND, a send).
+        Pass `retry=False` for an operation that must not run twice (an APPEND, a send). Whatever
+        imapclient, sockets or TLS raise comes out as a `MailboxError` saying what to do (`failures`).
         """
+        try:
+            return self._run_sync(operation, retry)
+        except LIBRARY_ERRORS as exc:
+            raise explain(exc, self.settings, _doing(operation)) from None
+
+    def _run_sync(self, operation: Operation[T], retry: bool) -> T:
         with self._slots:
             connection = self._take_idle()
             reused = connection is not None
@@ -240,18 +247,13 @@ class ImapPool:
             except CONNECTION_ERRORS:
                 close(connection.client)
                 if not (reused and retry):
-                    raise MailboxUnavailable(
-                        f"The connection to the IMAP server {self.settings.host} was lost during the "
-                        "operation; try again."
-                    ) from None
+                    raise
                 connection = self._open()
                 try:
                     result = self._attempt(connection, operation)
                 except CONNECTION_ERRORS:
                     close(connection.client)
-                    raise MailboxUnavailable(
-                        f"The connection to the IMAP server {self.settings.host} was lost twice; try again later."
-                    ) from None
+                    raise
                 except BaseException:
                     self._give_back_if_in_step(connection)
                     raise
@@ -275,6 +277,13 @@ class ImapPool:
             reaper.thread.join(self.settings.timeout)
         for item in idle:
             close(item.client)
+
+
+def _doing(operation: Operation[T]) -> str:
+    """What an operation was doing, for a message about its failure."""
+    if isinstance(operation, InMailbox):
+        return f"reading the mailbox {operation.mailbox!r}"
+    return "waiting for the IMAP server's answer"
 
 
 def _reap(pool_ref: weakref.ref[ImapPool], stop: threading.Event, interval: float) -> None:

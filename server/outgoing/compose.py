@@ -24,6 +24,8 @@ from email.message import EmailMessage
 from email.policy import default as default_policy
 from email.utils import format_datetime
 
+from imap_mcp.server.errors import OutgoingError
+
 #: at most this many recipients (to, cc and bcc together) in one message
 MAX_RECIPIENTS = 100
 MAX_SUBJECT_LENGTH = 998
@@ -36,10 +38,6 @@ _CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")
 _CONTROL_OR_TAB = re.compile(f"[{CONTROL_CHARACTERS}]")
 #: what the email package raises on header text it cannot parse at all (rather than noting a defect)
 HEADER_PARSE_ERRORS = (HeaderParseError, IndexError, ValueError)
-
-
-class OutgoingError(ValueError):
-    """The message cannot be sent as given; the text says what to change."""
 
 
 class AddressError(OutgoingError):

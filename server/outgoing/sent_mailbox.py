@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from imapclient import IMAPClient
 
+from imap_mcp.server.errors import MailboxError
 from imap_mcp.server.imap.mailboxes import list_mailboxes
 from imap_mcp.server.imap.message_ids import MessageRef, StaleMessageId, check_uidvalidity
 from imap_mcp.server.outgoing.reply import HEADER_FIELDS, Original, parse_original
@@ -32,7 +33,7 @@ _APPENDUID = re.compile(rb"\[APPENDUID (\d+) (\d+)\]")
 _HEADER_ITEM = f"BODY.PEEK[HEADER.FIELDS ({' '.join(f.upper() for f in HEADER_FIELDS)})]"
 
 
-class NoSentMailbox(LookupError):
+class NoSentMailbox(MailboxError, LookupError):
     """The account has no mailbox with the Sent role."""
 
 
@@ -72,7 +73,7 @@ def sent_copy_exists(client: IMAPClient, mailbox: str, message_id: str) -> bool:
     return bool(client.search(["HEADER", "Message-ID", message_id]))
 
 
-class NoAppendUid(Exception):
+class NoAppendUid(MailboxError):
     """The server took the in-progress copy but did not say its UID, although it offers UIDPLUS."""
 
 

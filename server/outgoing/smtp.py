@@ -12,10 +12,11 @@ import ssl
 from email.message import EmailMessage
 
 from imap_mcp.server.config import SmtpSettings
+from imap_mcp.server.errors import OutgoingError
 from imap_mcp.server.tls import tls_context
 
 
-class SendFailed(Exception):
+class SendFailed(OutgoingError):
     """The submission server could not be reached or did not take the message; the text says what to check."""
 
 

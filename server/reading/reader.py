@@ -18,8 +18,9 @@ from typing import Any
 from imapclient import IMAPClient
 from pydantic import BaseModel, Field
 
+from imap_mcp.server.errors import MailboxError
 from imap_mcp.server.imap.fetch import UNREADABLE, fetch
-from imap_mcp.server.imap.lookup import Target, check_target
+from imap_mcp.server.imap.lookup import MessageSelection, check_selection
 from imap_mcp.server.imap.message_ids import MessageRef
 from imap_mcp.server.imap.pool import Examined
 from imap_mcp.server.reading.html_text import html_to_text
@@ -43,11 +44,11 @@ SENDER_NOTICE = (
 )
 
 
-class MessageGone(LookupError):
+class MessageGone(MailboxError, LookupError):
     """No message has that UID in the mailbox any more."""
 
 
-class MessageUnreadable(ValueError):
+class MessageUnreadable(MailboxError, ValueError):
     """The server's answer about the message cannot be read (broken or hostile mail)."""
 
 
@@ -196,9 +197,9 @@ def structure_of(data: dict[bytes, Any], ref: MessageRef) -> Node:
     )
 
 
-def fetch_message(client: IMAPClient, examined: Examined, target: Target, max_chars: int) -> FetchedMessage:
+def fetch_message(client: IMAPClient, examined: Examined, target: MessageSelection, max_chars: int) -> FetchedMessage:
     """Headers, structure and the start of the readable text of one message: everything that needs IMAP."""
-    (ref,) = check_target(target, examined.uidvalidity)
+    (ref,) = check_selection(target, examined.uidvalidity)
     items = ["FLAGS", "BODYSTRUCTURE", f"BODY.PEEK[HEADER.FIELDS ({' '.join(HEADER_FIELDS)})]<0.{HEADER_BYTES}>"]
     data = fetch(client, [ref.uid], items).get(ref.uid)
     if data is None or (b"BODYSTRUCTURE" not in data and UNREADABLE not in data):
@@ -235,6 +236,6 @@ def message_content(fetched: FetchedMessage, max_chars: int) -> MessageContent:
     )
 
 
-def read_message(client: IMAPClient, examined: Examined, target: Target, max_chars: int) -> MessageContent:
+def read_message(client: IMAPClient, examined: Examined, target: MessageSelection, max_chars: int) -> MessageContent:
     """`fetch_message` and `message_content` in one (where holding the connection meanwhile does not matter)."""
     return message_content(fetch_message(client, examined, target, max_chars), max_chars)

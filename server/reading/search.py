@@ -22,7 +22,7 @@ from imapclient.imapclient import _literal
 from imapclient.response_parser import parse_message_list
 from pydantic import BaseModel, Field
 
-from imap_mcp.server.imap.fetch import UNREADABLE, esearch_all, fetch
+from imap_mcp.server.imap.fetch import UNREADABLE, esearch_all, fetch, raw_untagged
 from imap_mcp.server.imap.message_ids import MessageRef
 from imap_mcp.server.imap.pool import Examined
 from imap_mcp.server.imap.uid_sets import expand
@@ -210,7 +210,7 @@ def _matching(client: IMAPClient, query: SearchQuery) -> str | list[int]:
     """The matching UIDs: one compressed set with ESEARCH (RFC 4731), else the plain SEARCH list."""
     if client.has_capability("ESEARCH"):
         return esearch_all(client, _search_command(query))
-    return list(parse_message_list(client._raw_command_untagged(b"SEARCH", _search_command(query))))
+    return list(parse_message_list(raw_untagged(client, b"SEARCH", _search_command(query))))
 
 
 def _newest_first_by_date(client: IMAPClient, query: SearchQuery) -> list[int]:
@@ -239,7 +239,7 @@ def newest_first(client: IMAPClient, query: SearchQuery) -> list[int]:
     so a page is the same with and without SORT.
     """
     if client.has_capability("SORT"):
-        found = client._raw_command_untagged(b"SORT", [b"(REVERSE ARRIVAL)", b"UTF-8", *query.program()], unpack=True)
+        found = raw_untagged(client, b"SORT", [b"(REVERSE ARRIVAL)", b"UTF-8", *query.program()], unpack=True)
         return [int(uid) for uid in (found or b"").split()]
     return _newest_first_by_date(client, query)
 

@@ -1,7 +1,7 @@
 """`send_message` and `reply_to_message`: mail leaves only after a person approved exactly it.
 
 Both go through the one guard (`protocol.Guard`), bound to the exact recipients, subject and
-body (`outgoing_approval`). The message is built before anyone is asked, so whatever cannot be
+body (`outgoing.approval`). The message is built before anyone is asked, so whatever cannot be
 written as mail is refused then, never after the approval.
 
 Sent exactly once, with no state on the server: the Message-ID is derived from the approval the
@@ -42,10 +42,10 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, InputRequiredResult
 from pydantic import BaseModel, Field
 
-from imap_mcp.protocol import Approved, Channel, Guard, TokenIssued
+from imap_mcp.protocol import Channel, Guard
 from imap_mcp.server.config import SmtpSettings
 from imap_mcp.server.imap.lookup import current_ref, resolve_one
-from imap_mcp.server.imap.message_ids import InvalidMessageId, MessageRef, StaleMessageId
+from imap_mcp.server.imap.message_ids import MessageRef
 from imap_mcp.server.imap.pool import ImapPool
 from imap_mcp.server.logs import get_logger
 from imap_mcp.server.outgoing.approval import send_request
@@ -53,7 +53,6 @@ from imap_mcp.server.outgoing.compose import (
     MAX_RECIPIENTS,
     MAX_SUBJECT_LENGTH,
     Draft,
-    OutgoingError,
     build_message,
     check_body,
     check_buildable,
@@ -66,8 +65,6 @@ from imap_mcp.server.outgoing.compose import (
 from imap_mcp.server.outgoing.reply import reply_draft
 from imap_mcp.server.outgoing.sent_mailbox import (
     SENDING,
-    NoAppendUid,
-    NoSentMailbox,
     append_sent_copy,
     claim_sent_copy,
     earliest_copy,
@@ -78,18 +75,17 @@ from imap_mcp.server.outgoing.sent_mailbox import (
     sent_copy_exists,
 )
 from imap_mcp.server.outgoing.sent_mailbox import sent_mailbox as find_sent_mailbox
-from imap_mcp.server.outgoing.smtp import SendFailed, send
-from imap_mcp.server.reading.reader import MessageGone
+from imap_mcp.server.outgoing.smtp import send
 from imap_mcp.server.tools.changes import ConfirmToken
 from imap_mcp.server.tools.changes_common import changing, text_result
 from imap_mcp.server.tools.deprecated import DeprecatedMailbox, DeprecatedUid
-from imap_mcp.server.tools.errors import on_mailbox
+from imap_mcp.server.tools.errors import on_mailbox, refusals
 
 T = TypeVar("T")
 SEND_TOOL = "send_message"
 REPLY_TOOL = "reply_to_message"
-#: refusals whose text is written for the model: what went wrong and what to do
-REFUSALS = (InvalidMessageId, StaleMessageId, MessageGone, NoSentMailbox, NoAppendUid)
+#: before a refusal that stopped a send before anything left
+NOTHING_SENT = "Nothing was sent: "
 MAX_BODY_CHARS = 1_000_000
 
 ADDRESSES = "Addresses, each 'alice@example.com' or 'Alice <alice@example.com>'."
@@ -133,21 +129,14 @@ class SendResult(BaseModel):
 
 
 async def _on_mailbox(pool: ImapPool, operation: Callable[[IMAPClient], T], retry: bool = True) -> T:
-    try:
-        return await on_mailbox(pool, operation, retry=retry)
-    except REFUSALS as exc:
-        raise _nothing_sent(exc) from None
+    """`on_mailbox` for a step before anything was sent: its refusal says so."""
+    return await on_mailbox(pool, operation, retry=retry, prefix=NOTHING_SENT)
 
 
-def _approval_evidence(ctx: Context, decision: Approved, confirm_token: str | None) -> bytes:
+def _approval_evidence(ctx: Context, channel: Channel, confirm_token: str | None) -> bytes:
     """What identifies this approval on every replay of the call: the sealed state or token it carries."""
-    carried = {Channel.DIALOG: ctx.request_state, Channel.TOKEN: confirm_token}.get(decision.channel)
+    carried = {Channel.DIALOG: ctx.request_state, Channel.TOKEN: confirm_token}.get(channel)
     return carried.encode() if carried else secrets.token_bytes(32)
-
-
-def _nothing_sent(exc: Exception) -> ToolError:
-    """A refusal before anything left: the model reads what to change."""
-    return ToolError(f"Nothing was sent: {exc}")
 
 
 @dataclass(frozen=True)
@@ -204,22 +193,20 @@ class Sender:
         confirm_token: str | None,
     ) -> CallToolResult | InputRequiredResult:
         sent_box = await _on_mailbox(self.pool, find_sent_mailbox)  # before asking: without it nothing is sent
-        try:
+        with refusals(NOTHING_SENT):
             check_buildable(draft)  # before asking: what cannot be written as mail is refused now
-        except OutgoingError as exc:
-            raise _nothing_sent(exc) from None
         request = send_request(tool, self.pool.settings.account, draft, original)
         decision = await self.guard.approve(ctx, request, confirm_token)
         count = len(draft.recipients.everyone)
-        if isinstance(decision, InputRequiredResult):
-            return decision
-        if isinstance(decision, TokenIssued):
-            pending = SendResult(
-                status="confirmation_required", message_id=None, recipients=count, confirm_token=decision.token
+        channel = decision.channel
+        if channel is None:
+            return decision.reply(
+                lambda token: SendResult(
+                    status="confirmation_required", message_id=None, recipients=count, confirm_token=token
+                )
             )
-            return text_result(decision.text, pending)
-        message_id = message_id_for(_approval_evidence(ctx, decision, confirm_token), self.from_address)
-        attempt = _attempt(draft, message_id, sent_box, save_to_sent, decision.channel)
+        message_id = message_id_for(_approval_evidence(ctx, channel, confirm_token), self.from_address)
+        attempt = _attempt(draft, message_id, sent_box, save_to_sent, channel)
         result = await self._send_once(attempt)
         if result.status != "sent":
             get_logger().info("send held back: %s message_id=%s status=%s", request.tool, message_id, result.status)
@@ -232,7 +219,7 @@ class Sender:
             message_id,
             count,
             len(result.refused),
-            decision.channel.value,
+            channel.value,
         )
         return text_result(_describe(request.summary, result), result)
 
@@ -285,16 +272,14 @@ class Sender:
         return result
 
     async def _smtp(self, attempt: _Attempt) -> dict[str, str]:
-        try:
+        with refusals():
             return await anyio.to_thread.run_sync(send, self.smtp, attempt.message, attempt.envelope)
-        except SendFailed as exc:
-            raise ToolError(str(exc)) from None
 
     async def _withdraw(self, copy: MessageRef, problems: list[str]) -> None:
         """Remove this attempt's own copy, which stands for nothing sent; a failure is noted, not raised."""
         try:
             await on_mailbox(self.pool, lambda c: remove_sent_copy(c, copy))
-        except (ToolError, *REFUSALS) as exc:
+        except ToolError as exc:
             problems.append(
                 f"This call's own copy in {copy.mailbox!r} (UID {copy.uid}, marked {SENDING.decode()}) could not be "
                 f"removed ({exc}); delete it there, since it stands for nothing sent."
@@ -307,7 +292,7 @@ class Sender:
                 await on_mailbox(self.pool, lambda c: finish_sent_copy(c, copy))
             else:
                 await on_mailbox(self.pool, lambda c: remove_sent_copy(c, copy))
-        except (ToolError, *REFUSALS) as exc:
+        except ToolError as exc:
             change = f"clearing its {SENDING.decode()} mark" if save_to_sent else "removing it (save_to_sent=false)"
             result.problems.append(
                 f"The message was sent, but its copy in {copy.mailbox!r} (UID {copy.uid}) is left as it was: "
@@ -319,7 +304,7 @@ class Sender:
     async def _mark_answered(self, original: MessageRef, result: SendResult) -> bool:
         try:
             await on_mailbox(self.pool, lambda c: mark_answered(c, original))
-        except (ToolError, *REFUSALS) as exc:
+        except ToolError as exc:
             result.problems.append(f"The reply was sent, but marking the original as answered failed: {exc}")
             return False
         return True
@@ -372,10 +357,10 @@ def register(mcp: MCPServer, pool: ImapPool, guard: Guard, smtp: SmtpSettings | 
     if smtp is None:
         return
     sender = Sender(pool, smtp, guard)
-    guard.guarded_tools.update({SEND_TOOL, REPLY_TOOL})
 
-    @mcp.tool(
-        name=SEND_TOOL,
+    @guard.tool(
+        mcp,
+        SEND_TOOL,
         title="Send an email",
         description=(
             "Send a new plain-text email from the account. A person is always asked to approve it first, in a "
@@ -395,19 +380,18 @@ def register(mcp: MCPServer, pool: ImapPool, guard: Guard, smtp: SmtpSettings | 
         save_to_sent: SaveToSent = True,
         confirm_token: ConfirmToken = None,
     ) -> Annotated[CallToolResult, SendResult] | InputRequiredResult:
-        try:
+        with refusals(NOTHING_SENT):
             draft = Draft(
                 sender=sender.from_address,
                 recipients=parse_recipients(to, cc, bcc),
                 subject=check_subject(subject),
                 body=check_body(body),
             )
-        except OutgoingError as exc:
-            raise _nothing_sent(exc) from None
         return await sender.send(ctx, SEND_TOOL, draft, None, save_to_sent, confirm_token)
 
-    @mcp.tool(
-        name=REPLY_TOOL,
+    @guard.tool(
+        mcp,
+        REPLY_TOOL,
         title="Reply to a message",
         description=(
             "Reply to a message by its id: to its Reply-To (or From), and with reply_all also to its To and Cc, "
@@ -429,14 +413,10 @@ def register(mcp: MCPServer, pool: ImapPool, guard: Guard, smtp: SmtpSettings | 
         mailbox: DeprecatedMailbox = None,
         uid: DeprecatedUid = None,
     ) -> Annotated[CallToolResult, SendResult] | InputRequiredResult:
-        try:
+        with refusals(NOTHING_SENT):
             target = resolve_one(id, mailbox, uid)
-        except InvalidMessageId as exc:
-            raise _nothing_sent(exc) from None
         ref = await _on_mailbox(pool, lambda c: current_ref(c, target))
         original = await _on_mailbox(pool, lambda c: fetch_original(c, ref))
-        try:
+        with refusals(NOTHING_SENT):
             draft = reply_draft(original, sender.from_address, sender.own_addresses, body, reply_all)
-        except OutgoingError as exc:
-            raise _nothing_sent(exc) from None
         return await sender.send(ctx, REPLY_TOOL, draft, ref, save_to_sent, confirm_token)

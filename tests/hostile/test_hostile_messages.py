@@ -13,10 +13,9 @@ import zlib
 from typing import Any
 
 import pytest
-from harness import Account, error_text, message_ids, structured
+from harness import Account, error_text, message_ids, search, served, structured
 from mcp import Client
 
-from imap_mcp.server.app import build_server
 from imap_mcp.server.imap.message_ids import decode_id
 from imap_mcp.server.imap.pool import ImapPool
 from imap_mcp.server.reading import reader
@@ -46,8 +45,8 @@ def appended_ids(account: Account, *raws: bytes) -> list[str]:
     return message_ids(account, "Hostile")
 
 
-async def search(client: Client) -> dict[str, Any]:
-    return structured(await client.call_tool("search_messages", {"mailbox": "Hostile", "limit": 100}))
+async def search_hostile(client: Client) -> dict[str, Any]:
+    return await search(client, mailbox="Hostile", limit=100)
 
 
 async def read(client: Client, message_id: str) -> dict[str, Any]:
@@ -56,7 +55,7 @@ async def read(client: Client, message_id: str) -> dict[str, Any]:
 
 async def assert_still_reads_the_ordinary_message(client: Client, ordinary_id: str) -> None:
     """What every later call must still see: the mailbox, and a message that exists, as they are."""
-    page = await search(client)
+    page = await search_hostile(client)
     assert ordinary_id in [m["id"] for m in page["messages"]]
     message = await read(client, ordinary_id)
     assert message["body"]["text"] == "An ordinary message.\n"
@@ -74,8 +73,8 @@ async def test_an_rfc_2231_parameter_naming_a_codec_that_is_no_charset_is_read_a
         + b"Content-Transfer-Encoding: base64\r\n\r\naGVsbG8=\r\n--B--\r\n"
     )
     hostile_id, ordinary_id = appended_ids(account, raw, ORDINARY)
-    async with Client(build_server(account.settings())) as client:
-        page = await search(client)
+    async with served(account) as client:
+        page = await search_hostile(client)
         assert [m["subject"] for m in page["messages"]] == ["ordinary", "codec in a parameter"]
         assert page["messages"][1]["has_attachments"] is True
         message = await read(client, hostile_id)
@@ -95,7 +94,7 @@ async def test_a_charset_that_is_no_text_encoding_never_decodes_through_that_cod
     raw = head("charset " + codec, f"text/plain; charset={codec}", "Content-Transfer-Encoding: base64\r\n")
     raw += base64.encodebytes(payload).replace(b"\n", b"\r\n")
     hostile_id, ordinary_id = appended_ids(account, raw, ORDINARY)
-    async with Client(build_server(account.settings())) as client:
+    async with served(account) as client:
         message = await read(client, hostile_id)
         assert message["full_length"] <= len(payload), "the body was decompressed or expanded through the charset"
         assert "A" * 1000 not in message["body"]["text"]
@@ -126,8 +125,8 @@ async def test_a_from_header_with_forty_thousand_addresses_is_listed_as_unreadab
 ) -> None:
     """Its ENVELOPE is one IMAP line over imaplib's 1,000,000 bytes: the whole page failed, then the next calls."""
     before_id, hostile_id, ordinary_id = appended_ids(account, ORDINARY, many_addresses(40_000), ORDINARY)
-    async with Client(build_server(account.settings())) as client:
-        page = await search(client)
+    async with served(account) as client:
+        page = await search_hostile(client)
         assert [m["id"] for m in page["messages"]] == [ordinary_id, hostile_id, before_id]
         hostile = page["messages"][1]
         assert "over 1000000 bytes" in hostile["unreadable"]
@@ -147,8 +146,8 @@ async def test_a_message_with_ten_thousand_parts_is_unreadable_everywhere_and_br
 ) -> None:
     """Its BODYSTRUCTURE is one IMAP line over 1,000,000 bytes."""
     hostile_id, ordinary_id = appended_ids(account, many_parts(10_000), ORDINARY)
-    async with Client(build_server(account.settings())) as client:
-        page = await search(client)
+    async with served(account) as client:
+        page = await search_hostile(client)
         assert [m["id"] for m in page["messages"]] == [ordinary_id, hostile_id]
         assert "over 1000000 bytes" in page["messages"][1]["unreadable"]
         for tool in ("get_message", "get_attachments"):
@@ -182,7 +181,7 @@ async def test_deeply_nested_html_converts_to_text_linear_in_its_size(account: A
     html = "<ul><li>item " * 6_000 + "deepest"
     raw = head("nested lists", "text/html; charset=utf-8") + html.encode() + b"\r\n"
     hostile_id, ordinary_id = appended_ids(account, raw, ORDINARY)
-    async with Client(build_server(account.settings())) as client:
+    async with served(account) as client:
         message = await client.call_tool("get_message", {"id": hostile_id, "max_chars": 200_000})
         body = structured(message)
         assert body["full_length"] < 10 * len(html)
@@ -204,7 +203,7 @@ async def test_an_id_is_accepted_in_exactly_the_spelling_a_tool_returned(account
     (seventh,) = [i for i in message_ids(account, "INBOX") if decode_id(i).uid == 7] or [None]
     assert seventh is not None
     alias = seventh.rsplit(".", 1)[0] + "." + uid_text
-    async with Client(build_server(account.settings())) as client:
+    async with served(account) as client:
         for tool in ("get_message", "get_attachments"):
             text = error_text(await client.call_tool(tool, {"id": alias}))
             assert "is not a message id" in text
@@ -221,8 +220,8 @@ async def test_broken_base64_in_an_encoded_word_and_in_an_attachment_is_read_len
         b"aGVsbG8=d29y\r\nbGQ=Z\r\n--B--\r\n"
     )
     hostile_id, ordinary_id = appended_ids(account, raw, ORDINARY)
-    async with Client(build_server(account.settings())) as client:
-        page = await search(client)
+    async with served(account) as client:
+        page = await search_hostile(client)
         assert page["messages"][1]["subject"] == "=?utf-8?B?UnalUeAIPAOYvJ7UkGQeK?="
         message = await read(client, hostile_id)
         assert message["headers"]["subject"] == "=?utf-8?B?UnalUeAIPAOYvJ7UkGQeK?="
@@ -250,6 +249,6 @@ async def test_html_is_converted_after_the_connection_went_back_to_the_pool(
     monkeypatch.setattr(reader, "html_to_text", watched)
     raw = head("html", "text/html; charset=utf-8") + b"<p>Hello <b>there</b></p>\r\n"
     (html_id,) = appended_ids(account, raw)
-    async with Client(build_server(account.settings(), pool=pool)) as client:
+    async with served(account, pool=pool) as client:
         assert (await read(client, html_id))["body"]["text"] == "Hello **there**\n"
     assert slot_free_while_converting == [True]

@@ -11,12 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import Account, append_message, error_text, stdio_params, structured
+from harness import Account, append_message, error_text, served, stdio_params, structured
 from imapclient import IMAPClient
 from mcp import Client
 from mcp.types import EmbeddedResource
 
-from imap_mcp.server.app import build_server
 from imap_mcp.server.config import ImapSettings
 from imap_mcp.server.demo.sample_mail import TINY_PNG
 from imap_mcp.server.imap.connection import connect
@@ -49,7 +48,7 @@ def message_with(*files: tuple[str, bytes]) -> bytes:
 
 
 async def test_inline_attachments_are_embedded_resources(account: Account) -> None:
-    async with Client(build_server(account.settings())) as client:
+    async with served(account) as client:
         result = await client.call_tool("get_attachments", {"id": await invoice_id(client)})
     summary = structured(result)
     resources = [block for block in result.content if isinstance(block, EmbeddedResource)]
@@ -64,7 +63,7 @@ async def test_inline_attachments_are_embedded_resources(account: Account) -> No
 
 
 async def test_one_part_by_id_and_unknown_parts_refused(account: Account) -> None:
-    async with Client(build_server(account.settings())) as client:
+    async with served(account) as client:
         message_id = await invoice_id(client)
         one = structured(await client.call_tool("get_attachments", {"id": message_id, "part_ids": ["3"]}))
         text = error_text(await client.call_tool("get_attachments", {"id": message_id, "part_ids": ["1"]}))
@@ -75,7 +74,7 @@ async def test_one_part_by_id_and_unknown_parts_refused(account: Account) -> Non
 async def test_attachments_over_the_inline_cap_are_skipped_with_what_to_do(account: Account) -> None:
     big = os.urandom(INLINE_LIMIT_BYTES + 1)
     uid = append_message(account, message_with(("small.bin", b"tiny"), ("big.bin", big)))
-    async with Client(build_server(account.settings())) as client:
+    async with served(account) as client:
         summary = structured(await client.call_tool("get_attachments", {"mailbox": "INBOX", "uid": uid}))
     assert [f["filename"] for f in summary["delivered"]] == ["small.bin"]
     assert [s["filename"] for s in summary["skipped"]] == ["big.bin"]
@@ -86,7 +85,7 @@ async def test_files_are_written_whole_and_never_overwritten(account: Account, t
     big = os.urandom(3 * 1024 * 1024 + 17)  # several fetch chunks
     uid = append_message(account, message_with(("photo.png", TINY_PNG), ("data.bin", big)))
     (tmp_path / "photo.png").write_bytes(b"mine, keep it")
-    async with Client(build_server(with_download_dir(account, tmp_path))) as client:
+    async with served(with_download_dir(account, tmp_path)) as client:
         first = structured(await client.call_tool("get_attachments", {"mailbox": "INBOX", "uid": uid}))
         second = structured(await client.call_tool("get_attachments", {"mailbox": "INBOX", "uid": uid}))
     assert (tmp_path / "photo.png").read_bytes() == b"mine, keep it"
@@ -115,7 +114,7 @@ async def test_sender_file_names_cannot_leave_the_download_dir(
     downloads = tmp_path / "downloads"
     downloads.mkdir()
     uid = append_message(account, message_with((name, b"payload")))
-    async with Client(build_server(with_download_dir(account, downloads))) as client:
+    async with served(with_download_dir(account, downloads)) as client:
         summary = structured(await client.call_tool("get_attachments", {"mailbox": "INBOX", "uid": uid}))
     assert [Path(f["path"]).name for f in summary["delivered"]] == [written_as]
     assert [p.name for p in downloads.iterdir()] == [written_as]
@@ -128,7 +127,7 @@ async def test_a_planted_symlink_is_not_followed(account: Account, tmp_path: Pat
     target.write_bytes(b"untouched")
     (downloads / "report.pdf").symlink_to(target)
     uid = append_message(account, message_with(("report.pdf", b"payload")))
-    async with Client(build_server(with_download_dir(account, downloads))) as client:
+    async with served(with_download_dir(account, downloads)) as client:
         summary = structured(await client.call_tool("get_attachments", {"mailbox": "INBOX", "uid": uid}))
     assert Path(summary["delivered"][0]["path"]).name == "report (1).pdf"
     assert target.read_bytes() == b"untouched"
@@ -136,7 +135,7 @@ async def test_a_planted_symlink_is_not_followed(account: Account, tmp_path: Pat
 
 async def test_read_only_hint_is_computed_from_the_download_dir(account: Account, tmp_path: Path) -> None:
     async def annotations(settings: Any) -> dict[str, Any]:
-        async with Client(build_server(settings)) as client:
+        async with served(settings) as client:
             tool = next(t for t in (await client.list_tools()).tools if t.name == "get_attachments")
         assert tool.title == "Get attachments"
         return tool.annotations.model_dump(by_alias=True, exclude_none=True)  # type: ignore[union-attr]
@@ -158,7 +157,7 @@ async def test_read_only_hint_is_computed_from_the_download_dir(account: Account
 
 
 async def test_a_stale_or_malformed_id_is_refused(account: Account) -> None:
-    async with Client(build_server(account.settings())) as client:
+    async with served(account) as client:
         message_id = await invoice_id(client)
         ref = decode_id(message_id)
         stale = message_id.replace(f".{ref.uidvalidity}.", f".{ref.uidvalidity - 1}.")
@@ -194,7 +193,7 @@ async def test_a_download_cut_off_by_a_dropped_connection_is_not_run_again(accou
     uid = append_message(account, message_with(("first.bin", b"one"), ("second.bin", b"two")))
     drops = DropsOnPart("3")
     pool = ImapPool(account.imap_settings(), connector=drops)
-    async with Client(build_server(with_download_dir(account, tmp_path), pool=pool)) as client:
+    async with served(with_download_dir(account, tmp_path), pool=pool) as client:
         structured(await client.call_tool("search_messages", {}))  # the connection is now a reused one
         drops.armed = True
         text = error_text(await client.call_tool("get_attachments", {"mailbox": "INBOX", "uid": uid}))

@@ -12,12 +12,12 @@ import logging
 from typing import Any
 
 import pytest
-from harness import Account, Person, append_message, message_ids
+from harness import Account, Person, answer, append_message, ask, message_ids, served
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp import Client
 from mcp.shared.exceptions import MCPError
-from mcp.types import CallToolResult, ElicitResult, InputRequiredResult
+from mcp.types import CallToolResult, InputRequiredResult
 
 from imap_mcp.protocol import Guard
 from imap_mcp.sealing import KeyRing
@@ -41,21 +41,6 @@ class Clock:
 def server(account: Account, keys: tuple[str, ...] = (KEY_A,), **guard: Any) -> Any:
     settings = account.settings()
     return build_server(settings, guard=Guard(KeyRing(list(keys)), elicitation=True, **guard))
-
-
-async def ask(client: Client, tool: str, args: dict[str, Any]) -> InputRequiredResult:
-    first = await client.session.call_tool(tool, args, allow_input_required=True)
-    assert isinstance(first, InputRequiredResult), first
-    return first
-
-
-async def answer(
-    client: Client, tool: str, args: dict[str, Any], state: str | None, action: str = "accept", ticked: bool = True
-) -> CallToolResult | InputRequiredResult:
-    response = ElicitResult(action=action, content={"approve": ticked} if action == "accept" else None)  # type: ignore[arg-type]
-    return await client.session.call_tool(
-        tool, args, allow_input_required=True, input_responses={"approval": response}, request_state=state
-    )
 
 
 def text(result: CallToolResult) -> str:
@@ -196,7 +181,7 @@ async def test_no_means_nothing_happens(account: Account, action: str, ticked: b
 
 async def test_a_non_guarded_tool_still_refuses_a_tampered_state_with_32602(account: Account) -> None:
     settings = dataclasses.replace(account.settings(), spec_fixtures=True)
-    async with Client(build_server(settings), mode="2026-07-28", elicitation_callback=Person()) as client:
+    async with served(settings, mode="2026-07-28", elicitation_callback=Person()) as client:
         tool = "test_input_required_result_tampered_state"
         first = await client.session.call_tool(tool, {}, allow_input_required=True)
         assert isinstance(first, InputRequiredResult) and first.request_state

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from harness import Account, structured
-from mcp import Client
+from harness import Account, served, structured
 
-from imap_mcp.server.app import build_server
 from imap_mcp.server.imap.pool import ImapPool
 
 pytestmark = pytest.mark.anyio
@@ -14,7 +12,7 @@ pytestmark = pytest.mark.anyio
 
 async def test_a_warm_process_reads_without_logging_in_or_examining_again(account: Account) -> None:
     pool = ImapPool(account.imap_settings())
-    async with Client(build_server(account.settings(), pool=pool)) as client:
+    async with served(account, pool=pool) as client:
         page = structured(await client.call_tool("search_messages", {}))
         for message in page["messages"]:
             structured(await client.call_tool("get_message", {"id": message["id"]}))
@@ -24,7 +22,7 @@ async def test_a_warm_process_reads_without_logging_in_or_examining_again(accoun
 
 async def test_another_operation_in_between_makes_the_pool_examine_again(account: Account) -> None:
     pool = ImapPool(account.imap_settings())
-    async with Client(build_server(account.settings(), pool=pool)) as client:
+    async with served(account, pool=pool) as client:
         structured(await client.call_tool("search_messages", {}))
         await pool.run(lambda imap: imap.select_folder("Archive"))  # e.g. a move tool selecting another mailbox
         page = structured(await client.call_tool("search_messages", {"limit": 1}))
@@ -35,7 +33,7 @@ async def test_another_operation_in_between_makes_the_pool_examine_again(account
 
 async def test_a_dropped_connection_is_replaced_and_the_mailbox_examined_afresh(account: Account) -> None:
     pool = ImapPool(account.imap_settings())
-    async with Client(build_server(account.settings(), pool=pool)) as client:
+    async with served(account, pool=pool) as client:
         structured(await client.call_tool("search_messages", {}))
         account.dovecot.doveadm("kick", account.username)
         page = structured(await client.call_tool("search_messages", {"limit": 2}))
@@ -46,7 +44,7 @@ async def test_a_dropped_connection_is_replaced_and_the_mailbox_examined_afresh(
 async def test_a_uidvalidity_change_while_examined_is_noticed(account: Account) -> None:
     """Dovecot drops a session whose examined mailbox was renumbered; the next read re-examines and sees it."""
     pool = ImapPool(account.imap_settings())
-    async with Client(build_server(account.settings(), pool=pool)) as client:
+    async with served(account, pool=pool) as client:
         before = structured(await client.call_tool("search_messages", {"limit": 1}))["messages"][0]["id"]
         validity = int(before.split(".")[2])
         account.dovecot.doveadm(

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from harness import Account, message_ids
-from mcp import Client
-
-from imap_mcp.server.app import build_server
+from harness import Account, message_ids, served
 
 pytestmark = pytest.mark.anyio
 
@@ -22,7 +19,7 @@ def flags_of(account: Account, uid: int) -> set[bytes]:
 
 async def test_flags_and_keywords_are_added_and_removed(account: Account) -> None:
     ids = message_ids(account, "INBOX")
-    async with Client(build_server(account.settings())) as client:
+    async with served(account) as client:
         added = await client.call_tool("set_message_flags", {"ids": ids[2:3], "add": ["\\seen", "\\Flagged", "Work"]})
         assert added.structured_content["added"] == ["\\Seen", "\\Flagged", "Work"]  # type: ignore[index]
         assert {b"\\Seen", b"\\Flagged", b"Work"} <= flags_of(account, 3)
@@ -42,7 +39,7 @@ async def test_flags_and_keywords_are_added_and_removed(account: Account) -> Non
 )
 async def test_deleted_and_other_flags_are_refused(account: Account, args: dict[str, list[str]], said: str) -> None:
     ids = message_ids(account, "INBOX")
-    async with Client(build_server(account.settings())) as client:
+    async with served(account) as client:
         result = await client.call_tool("set_message_flags", {"ids": ids[:1], **args})
     assert result.is_error and said in result.content[0].text  # type: ignore[union-attr]
     assert b"\\Deleted" not in flags_of(account, 1)

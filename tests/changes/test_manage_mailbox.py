@@ -5,13 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from harness import Account, Person
+from harness import Account, Person, served
 from mcp import Client
 from mcp.types import CallToolResult, ElicitResult, InputRequiredResult
 
 from imap_mcp.protocol import Guard
 from imap_mcp.sealing import KeyRing
-from imap_mcp.server.app import build_server
 
 pytestmark = pytest.mark.anyio
 
@@ -27,7 +26,7 @@ def names(account: Account) -> set[str]:
 def client_for(account: Account, person: Person | None = None) -> Client:
     options: dict[str, Any] = {"elicitation_callback": person} if person else {}
     guard = Guard(KeyRing(["m" * 40]), elicitation=True)
-    return Client(build_server(account.settings(), guard=guard), mode="2026-07-28", **options)
+    return served(account, guard=guard, mode="2026-07-28", **options)
 
 
 async def test_create_runs_at_once_without_asking(account: Account) -> None:

@@ -5,11 +5,9 @@ from __future__ import annotations
 from email.message import EmailMessage
 
 import pytest
-from harness import Account, append_message, structured
+from harness import Account, append_message, served, structured
 from imapclient import IMAPClient
-from mcp import Client
 
-from imap_mcp.server.app import build_server
 from imap_mcp.server.imap.pool import examine
 from imap_mcp.server.reading.search import SearchQuery, search_page
 from imap_mcp.server.reading.search_cache import OrderCache
@@ -76,7 +74,7 @@ def test_an_expunge_by_another_client_is_seen(account: Account, client: IMAPClie
 
 
 async def test_the_tool_reflects_a_change_between_two_identical_searches(account: Account) -> None:
-    async with Client(build_server(account.settings())) as mcp_client:
+    async with served(account) as mcp_client:
         before = structured(await mcp_client.call_tool("search_messages", {}))
         append_message(account, new_mail("arrived between calls"))
         after = structured(await mcp_client.call_tool("search_messages", {}))

@@ -6,11 +6,9 @@ import uuid
 from typing import Any
 
 import pytest
-from harness import Account, Person, message_ids, pool_without, start_dovecot
+from harness import Account, Person, message_ids, pool_without, served, start_dovecot
 from harness import new_account as fresh_account
-from mcp import Client
 
-from imap_mcp.server.app import build_server
 from imap_mcp.server.demo.sample_mail import seed
 from imap_mcp.server.imap.message_ids import MessageRef
 from imap_mcp.server.imap.uid_sets import compress, expand
@@ -19,7 +17,7 @@ pytestmark = pytest.mark.anyio
 
 
 async def move(account: Account, args: dict[str, Any], pool: Any = None) -> Any:
-    async with Client(build_server(account.settings(), pool=pool), mode="legacy", elicitation_callback=Person()) as c:
+    async with served(account, pool=pool, mode="legacy", elicitation_callback=Person()) as c:
         return await c.call_tool("move_messages", args)
 
 
@@ -73,7 +71,7 @@ async def test_a_server_with_neither_move_nor_uidplus_refuses_a_move_but_copies(
         copied = await move(account, {"ids": ids[:1], "destination": "Archive", "mode": "copy"})
         assert copied.structured_content["status"] == "done"
         person = Person()
-        async with Client(build_server(account.settings()), mode="legacy", elicitation_callback=person) as client:
+        async with served(account, mode="legacy", elicitation_callback=person) as client:
             not_trashed = await client.call_tool("delete_messages", {"ids": ids[:1]})
         said = not_trashed.content[0].text
         assert not_trashed.is_error and "neither MOVE nor UIDPLUS" in said and "Nothing was changed" in said
@@ -109,7 +107,7 @@ async def test_a_move_or_copy_into_the_same_mailbox_is_refused_before_anyone_is_
 ) -> None:
     ids = message_ids(account, "INBOX")
     person = Person()
-    async with Client(build_server(account.settings()), mode="legacy", elicitation_callback=person) as client:
+    async with served(account, mode="legacy", elicitation_callback=person) as client:
         itself = await client.call_tool("move_messages", {"ids": ids[:1], "destination": destination, "mode": mode})
     assert itself.is_error and "already in 'INBOX'" in itself.content[0].text
     assert "choose another destination" in itself.content[0].text and person.shown == []

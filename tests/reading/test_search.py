@@ -8,10 +8,8 @@ from email.utils import format_datetime
 from typing import Any
 
 import pytest
-from harness import MODES, Account, append_message, error_text, structured
-from mcp import Client
+from harness import MODES, Account, append_message, error_text, search, served
 
-from imap_mcp.server.app import build_server
 from imap_mcp.server.imap.message_ids import decode_id
 from imap_mcp.server.imap.pool import ImapPool
 
@@ -31,17 +29,13 @@ INBOX_NEWEST_FIRST = [
 ]
 
 
-async def search(client: Client, **arguments: Any) -> dict[str, Any]:
-    return structured(await client.call_tool("search_messages", arguments))
-
-
 def subjects(page: dict[str, Any]) -> list[str]:
     return [m["subject"] for m in page["messages"]]
 
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_the_newest_messages_come_first_with_the_exact_total(account: Account, mode: str) -> None:
-    async with Client(build_server(account.settings()), mode=mode) as client:  # type: ignore[arg-type]
+    async with served(account, mode=mode) as client:  # type: ignore[arg-type]
         page = await search(client, limit=3)
     assert page["total"] == 9
     assert subjects(page) == INBOX_NEWEST_FIRST[:3]
@@ -55,7 +49,7 @@ async def test_the_newest_messages_come_first_with_the_exact_total(account: Acco
 
 
 async def test_summaries_carry_flags_and_attachments(account: Account) -> None:
-    async with Client(build_server(account.settings())) as client:
+    async with served(account) as client:
         page = await search(client)
     by_subject = {m["subject"]: m for m in page["messages"]}
     assert by_subject["Team lunch on Friday?"]["flagged"] is True
@@ -90,21 +84,21 @@ async def test_summaries_carry_flags_and_attachments(account: Account) -> None:
 async def test_each_filter_is_done_by_the_server(
     account: Account, arguments: dict[str, Any], expected: list[str]
 ) -> None:
-    async with Client(build_server(account.settings())) as client:
+    async with served(account) as client:
         page = await search(client, **arguments)
     assert subjects(page) == expected
     assert page["total"] == len(expected)
 
 
 async def test_another_mailbox_with_a_non_ascii_name(account: Account) -> None:
-    async with Client(build_server(account.settings())) as client:
+    async with served(account) as client:
         page = await search(client, mailbox="Projects/Entwürfe")
     assert subjects(page) == ["Entwurf der Präsentation"]
     assert decode_id(page["messages"][0]["id"]).mailbox == "Projects/Entwürfe"
 
 
 async def test_pages_have_no_gaps_or_duplicates_and_a_stable_total(account: Account) -> None:
-    async with Client(build_server(account.settings())) as client:
+    async with served(account) as client:
         pages = [await search(client, offset=offset, limit=4) for offset in (0, 4, 8, 12)]
     assert [p["total"] for p in pages] == [9, 9, 9, 9]
     assert [len(p["messages"]) for p in pages] == [4, 4, 1, 0]
@@ -124,13 +118,13 @@ async def test_newest_means_received_last_not_appended_last(account: Account) ->
         client.append("INBOX", late.as_bytes(), msg_time=dt.datetime(2026, 10, 2, 9, tzinfo=dt.UTC))
     finally:
         client.logout()
-    async with Client(build_server(account.settings())) as mcp_client:
+    async with served(account) as mcp_client:
         page = await search(mcp_client)
     assert subjects(page)[-3:] == ["Team lunch on Friday?", "Delivered late", "Quarterly report"]
 
 
 async def test_a_message_that_arrives_later_is_found_by_a_warm_process(account: Account) -> None:
-    async with Client(build_server(account.settings())) as client:
+    async with served(account) as client:
         assert (await search(client))["total"] == 9
         append_message(account, b"Subject: Fresh arrival\r\nFrom: x@example.com\r\n\r\nhello\r\n")
         page = await search(client, limit=1)
@@ -155,12 +149,12 @@ async def test_a_message_that_arrives_later_is_found_by_a_warm_process(account: 
 async def test_argument_mistakes_are_tool_errors_that_say_what_to_fix(
     account: Account, arguments: dict[str, Any], says: str
 ) -> None:
-    async with Client(build_server(account.settings())) as client:
+    async with served(account) as client:
         assert says in error_text(await client.call_tool("search_messages", arguments))
 
 
 async def test_annotations_are_stated_in_full(account: Account) -> None:
-    async with Client(build_server(account.settings())) as client:
+    async with served(account) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
     for name, title in (("search_messages", "Search messages"), ("get_message", "Read a message")):
         wire = tools[name].annotations.model_dump(by_alias=True, exclude_none=True)  # type: ignore[union-attr]
@@ -209,7 +203,7 @@ async def test_search_values_are_strings_never_imap_syntax(account: Account, sub
     for text in SYNTAX_SUBJECTS:
         append_message(account, syntax_message(text))
     pool = ImapPool(account.imap_settings())
-    async with Client(build_server(account.settings(), pool=pool)) as client:
+    async with served(account, pool=pool) as client:
         page = await search(client, subject=subject)
     pool.close_all()
     assert sorted(subjects(page)) == sorted(expected) and page["total"] == len(expected)
@@ -223,7 +217,7 @@ async def test_a_page_is_20_by_default_and_up_to_100(account: Account) -> None:
             client.append("INBOX", f"Subject: bulk {n}\r\nFrom: bulk@example.com\r\n\r\nx\r\n".encode())
     finally:
         client.logout()
-    async with Client(build_server(account.settings())) as mcp_client:
+    async with served(account) as mcp_client:
         default = await search(mcp_client)
         widest = await search(mcp_client, limit=100)
     assert (default["total"], len(default["messages"])) == (34, 20)

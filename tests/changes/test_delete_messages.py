@@ -5,10 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from harness import Account, Person, message_ids, pool_without
-from mcp import Client
+from harness import Account, Person, error_text, message_ids, pool_without, served
 
-from imap_mcp.server.app import build_server
 from imap_mcp.server.demo.sample_mail import sample_messages
 
 pytestmark = pytest.mark.anyio
@@ -27,7 +25,7 @@ def words_of_inbox_mail() -> set[str]:
 
 async def call(account: Account, tool: str, args: dict[str, Any], person: Person | None = None, pool: Any = None):
     options: dict[str, Any] = {"elicitation_callback": person} if person else {}
-    async with Client(build_server(account.settings(), pool=pool), mode="2026-07-28", **options) as client:
+    async with served(account, pool=pool, mode="2026-07-28", **options) as client:
         return await client.call_tool(tool, args)
 
 
@@ -84,7 +82,7 @@ async def test_the_dialog_shows_counts_uids_and_names_but_no_subject_or_body(
 async def test_the_dialog_for_deleting_a_mailbox_shows_its_name_and_message_count(account: Account) -> None:
     person = Person(action="cancel")
     result = await call(account, "manage_mailbox", {"action": "delete", "mailbox": "Archive"}, person)
-    assert result.is_error
+    assert "closed the dialog without approving" in error_text(result)
     (shown,) = person.shown
     assert 'Delete the mailbox "Archive" and the 1 message in it?' in shown and "cannot be undone" in shown
     assert "Supplied by the caller (the AI assistant's request): the mailbox name." in shown

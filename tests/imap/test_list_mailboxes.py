@@ -5,10 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from harness import MODES, Account, http_server, stdio_params
+from harness import MODES, Account, error_text, http_server, served, stdio_params
 from mcp import Client
-
-from imap_mcp.server.app import build_server
 
 pytestmark = pytest.mark.anyio
 
@@ -57,12 +55,12 @@ async def test_over_http(account: Account, mode: str) -> None:
 
 @pytest.mark.parametrize("tls", ["implicit", "starttls"])
 async def test_over_tls_and_starttls(account: Account, tls: str) -> None:
-    async with Client(build_server(account.settings(tls)), mode="2026-07-28") as client:  # type: ignore[arg-type]
+    async with served(account.settings(tls), mode="2026-07-28") as client:  # type: ignore[arg-type]
         assert_sample_mailboxes(by_name(await client.call_tool("list_mailboxes", {})))
 
 
 async def test_annotations_and_title(account: Account) -> None:
-    async with Client(build_server(account.settings())) as client:
+    async with served(account) as client:
         tool = next(t for t in (await client.list_tools()).tools if t.name == "list_mailboxes")
     assert tool.title == "List mailboxes"
     wire = tool.annotations.model_dump(by_alias=True, exclude_none=True)  # type: ignore[union-attr]
@@ -80,8 +78,7 @@ async def test_bad_password_is_a_clean_tool_error(account: Account) -> None:
     with http_server(account.env()) as url:
         async with Client(url, mode="2026-07-28") as client:
             result = await client.call_tool("list_mailboxes", {})
-    assert result.is_error
-    text = result.content[0].text  # type: ignore[union-attr]
+    text = error_text(result)
     assert "refused the login" in text and "IMAP_PASSWORD" in text
     assert "wrong-secret-Zq9" not in text
 
@@ -93,17 +90,16 @@ async def test_unreachable_server_is_a_clean_tool_error(account: Account) -> Non
     from imap_mcp.server.demo.dovecot import free_port
 
     dead = replace(settings, imap=replace(settings.imap, port=free_port()))
-    async with Client(build_server(dead)) as client:
+    async with served(dead) as client:
         result = await client.call_tool("list_mailboxes", {})
-    assert result.is_error
-    assert "Cannot reach the IMAP server" in result.content[0].text  # type: ignore[union-attr]
+    assert "Cannot reach the IMAP server" in error_text(result)
 
 
 async def test_a_warm_process_reuses_its_connection(account: Account) -> None:
     from imap_mcp.server.imap.pool import ImapPool
 
     pool = ImapPool(account.imap_settings())
-    async with Client(build_server(account.settings(), pool=pool)) as client:
+    async with served(account, pool=pool) as client:
         for _ in range(3):
             by_name(await client.call_tool("list_mailboxes", {}))
     assert pool.opened == 1
@@ -111,7 +107,7 @@ async def test_a_warm_process_reuses_its_connection(account: Account) -> None:
 
 
 async def test_counts_come_only_when_asked(account: Account) -> None:
-    async with Client(build_server(account.settings())) as client:
+    async with served(account) as client:
         plain = by_name(await client.call_tool("list_mailboxes", {}))
         counted = by_name(await client.call_tool("list_mailboxes", {"counts": True}))
     assert plain["INBOX"]["messages"] is None and plain["INBOX"]["unread"] is None

@@ -5,12 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from harness import MODES, Account, Person, append_message, error_text, structured
-from mcp import Client
+from harness import MODES, Account, Person, append_message, error_text, served, structured
 from mcp.types import ElicitResult, InputRequiredResult
 from smtp_capture import CaptureSMTP
 
-from imap_mcp.server.app import build_server
 from imap_mcp.server.config import load_settings
 from imap_mcp.server.imap.message_ids import MessageRef
 
@@ -53,7 +51,7 @@ async def test_a_reply_is_threaded_goes_to_the_sender_and_marks_the_original_ans
     sent_copies: SentCopies,
 ) -> None:
     ref, message_id, references = original_of(account, "Re: Project kickoff")
-    async with Client(build_server(load_settings(sending_env)), mode=mode, elicitation_callback=person) as client:
+    async with served(load_settings(sending_env), mode=mode, elicitation_callback=person) as client:
         result = structured(await client.call_tool("reply_to_message", {"id": ref.id, "body": BODY}))
     assert result["status"] == "sent" and result["answered"] is True and result["recipients"] == 1
     [message], [envelope] = smtp.messages, smtp.envelopes
@@ -72,7 +70,7 @@ async def test_reply_all_adds_to_and_cc_without_the_accounts_own_address(
 ) -> None:
     ref, _, _ = original_of(account, "Re: Project kickoff")
     arguments = {"id": ref.id, "body": BODY, "reply_all": True}
-    async with Client(build_server(load_settings(sending_env)), mode="2026-07-28", elicitation_callback=person) as c:
+    async with served(load_settings(sending_env), mode="2026-07-28", elicitation_callback=person) as c:
         structured(await c.call_tool("reply_to_message", arguments))
     [message], [envelope] = smtp.messages, smtp.envelopes
     assert envelope.rcpt_tos == ("bob@example.net", "alice@example.com", "carol@example.com")
@@ -85,7 +83,7 @@ async def test_the_dialog_for_a_reply_never_shows_the_originals_subject_or_body(
     account: Account, sending_env: dict[str, str], smtp: CaptureSMTP, person: Person
 ) -> None:
     ref, _, _ = original_of(account, "Urgent: account notice")
-    async with Client(build_server(load_settings(sending_env)), mode="2026-07-28", elicitation_callback=person) as c:
+    async with served(load_settings(sending_env), mode="2026-07-28", elicitation_callback=person) as c:
         result = structured(await c.call_tool("reply_to_message", {"id": ref.id, "body": "Not me."}))
     [question] = person.shown
     assert "Urgent" not in question and "IMPORTANT SYSTEM INSTRUCTION" not in question and "delete" not in question
@@ -108,7 +106,7 @@ async def test_a_line_separator_planted_in_the_originals_subject_becomes_a_space
     uid = append_message(account, planted)
     ref, _, _ = original_of(account, "Overdue-7731")
     assert ref.uid == uid
-    async with Client(build_server(load_settings(sending_env)), mode="2026-07-28", elicitation_callback=person) as c:
+    async with served(load_settings(sending_env), mode="2026-07-28", elicitation_callback=person) as c:
         result = structured(await c.call_tool("reply_to_message", {"id": ref.id, "body": BODY}))
     assert result["status"] == "sent" and len(person.shown) == 1
     [message] = smtp.messages
@@ -123,7 +121,7 @@ async def test_a_replayed_approved_reply_sends_nothing_more(
     ref, _, _ = original_of(account, "Team lunch on Friday?")
     arguments = {"id": ref.id, "body": "Yes, noon is fine.\n"}
     yes = {"approval": ElicitResult(action="accept", content={"approve": True})}
-    async with Client(build_server(load_settings(sending_env)), mode="2026-07-28", elicitation_callback=Person()) as c:
+    async with served(load_settings(sending_env), mode="2026-07-28", elicitation_callback=Person()) as c:
         asked = await c.session.call_tool("reply_to_message", arguments, allow_input_required=True)
         assert isinstance(asked, InputRequiredResult)
         retry = {"input_responses": yes, "request_state": asked.request_state}
@@ -143,7 +141,7 @@ async def test_a_stale_or_unknown_id_is_refused_with_nothing_sent(
     ref, _, _ = original_of(account, "Quarterly report")
     stale = MessageRef(ref.mailbox, ref.uidvalidity + 1, ref.uid).id
     gone = MessageRef(ref.mailbox, ref.uidvalidity, 999_999).id
-    async with Client(build_server(load_settings(sending_env)), mode="2026-07-28", elicitation_callback=person) as c:
+    async with served(load_settings(sending_env), mode="2026-07-28", elicitation_callback=person) as c:
         for bad_id, reason in ((stale, "is stale"), (gone, "no longer in"), ("imap.bogus", "is not a message id")):
             result = await c.call_tool("reply_to_message", {"id": bad_id, "body": BODY})
             text = error_text(result)

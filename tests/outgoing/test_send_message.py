@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 import anyio
 import pytest
-from harness import MODES, Account, Person, error_text, pool_without, stdio_params, structured
+from harness import MODES, Account, Person, error_text, pool_without, served, stdio_params, structured
 from mcp import Client
 from mcp.types import CallToolResult, ElicitResult, InputRequiredResult
 from smtp_capture import SENDER, CaptureSMTP, Gate
@@ -37,7 +37,7 @@ CONCURRENT = 3
 async def test_a_persons_yes_sends_one_message_and_files_it_in_sent(
     mode: str, sending_env: dict[str, str], smtp: CaptureSMTP, person: Person, sent_copies: SentCopies
 ) -> None:
-    async with Client(build_server(load_settings(sending_env)), mode=mode, elicitation_callback=person) as client:
+    async with served(load_settings(sending_env), mode=mode, elicitation_callback=person) as client:
         result = structured(await client.call_tool("send_message", MESSAGE))
     assert result["status"] == "sent" and result["recipients"] == 3 and result["saved_to_sent"]
     assert result["approved_by"] == ("push" if mode == "legacy" else "dialog")
@@ -74,14 +74,14 @@ async def test_a_no_sends_nothing(
     smtp: CaptureSMTP,
 ) -> None:
     answer = Person(action=action, ticked=approve)
-    async with Client(build_server(load_settings(sending_env)), mode=mode, elicitation_callback=answer) as client:
+    async with served(load_settings(sending_env), mode=mode, elicitation_callback=answer) as client:
         result = await client.call_tool("send_message", MESSAGE)
     assert "nothing was changed" in error_text(result)
     assert len(answer.shown) == 1 and smtp.messages == []
 
 
 async def test_a_changed_recipient_after_approval_asks_again(sending_env: dict[str, str], smtp: CaptureSMTP) -> None:
-    async with Client(build_server(load_settings(sending_env)), mode="2026-07-28", elicitation_callback=Person()) as c:
+    async with served(load_settings(sending_env), mode="2026-07-28", elicitation_callback=Person()) as c:
         asked = await c.session.call_tool("send_message", MESSAGE, allow_input_required=True)
         assert isinstance(asked, InputRequiredResult)
         for changed in ({"to": ["mallory@attacker.example"]}, {"bcc": []}, {"subject": "Lunch?"}, {"body": BODY + "!"}):
@@ -99,7 +99,7 @@ async def test_a_changed_recipient_after_approval_asks_again(sending_env: dict[s
 async def test_a_replayed_approved_retry_sends_nothing_more(
     sending_env: dict[str, str], smtp: CaptureSMTP, sent_copies: SentCopies
 ) -> None:
-    async with Client(build_server(load_settings(sending_env)), mode="2026-07-28", elicitation_callback=Person()) as c:
+    async with served(load_settings(sending_env), mode="2026-07-28", elicitation_callback=Person()) as c:
         asked = await c.session.call_tool("send_message", MESSAGE, allow_input_required=True)
         assert isinstance(asked, InputRequiredResult)
         retry = {"input_responses": YES, "request_state": asked.request_state}
@@ -117,7 +117,7 @@ async def test_a_second_approval_of_the_same_message_sends_it_again(
     """Only a replay is held back: a person who approves the same text twice gets two messages."""
     settings = load_settings(sending_env)
     for _ in range(2):
-        async with Client(build_server(settings), mode="legacy", elicitation_callback=Person()) as client:
+        async with served(settings, mode="legacy", elicitation_callback=Person()) as client:
             assert structured(await client.call_tool("send_message", MESSAGE))["status"] == "sent"
     assert len(smtp.messages) == 2
     assert smtp.messages[0]["Message-ID"] != smtp.messages[1]["Message-ID"]
@@ -126,7 +126,7 @@ async def test_a_second_approval_of_the_same_message_sends_it_again(
 async def test_without_a_dialog_the_token_sends_once_and_a_replay_sends_nothing_more(
     sending_env: dict[str, str], smtp: CaptureSMTP
 ) -> None:
-    async with Client(build_server(load_settings(sending_env)), mode="2026-07-28") as client:
+    async with served(load_settings(sending_env), mode="2026-07-28") as client:
         pending = structured(await client.call_tool("send_message", MESSAGE))
         assert pending["status"] == "confirmation_required" and smtp.messages == []
         confirmed = {**MESSAGE, "confirm_token": pending["confirm_token"]}
@@ -176,7 +176,7 @@ async def test_concurrent_replays_of_an_approved_dialog_send_one_message(
 ) -> None:
     arguments = {**MESSAGE, "save_to_sent": save_to_sent}
     with _gated_sending(account) as (gate, smtp, settings):
-        async with Client(build_server(settings), mode="2026-07-28", elicitation_callback=Person()) as c:
+        async with served(settings, mode="2026-07-28", elicitation_callback=Person()) as c:
             asked = await c.session.call_tool("send_message", arguments, allow_input_required=True)
             assert isinstance(asked, InputRequiredResult)
             results = await _at_once(
@@ -199,7 +199,7 @@ async def test_concurrent_uses_of_one_confirm_token_send_one_message(
 ) -> None:
     arguments = {**MESSAGE, "save_to_sent": save_to_sent}
     with _gated_sending(account) as (gate, smtp, settings):
-        async with Client(build_server(settings), mode="2026-07-28") as client:
+        async with served(settings, mode="2026-07-28") as client:
             pending = structured(await client.call_tool("send_message", arguments))
             confirmed = {**arguments, "confirm_token": pending["confirm_token"]}
             results = await _at_once(gate, lambda: client.call_tool("send_message", confirmed))
@@ -212,7 +212,7 @@ async def test_a_failed_send_leaves_no_copy_in_sent_and_a_retry_of_the_approval_
 ) -> None:
     with CaptureSMTP(fail_data_code=451) as flaky:
         settings = load_settings(account.env(**flaky.env(), SMTP_FROM=SENDER))
-        async with Client(build_server(settings), mode="2026-07-28", elicitation_callback=Person()) as c:
+        async with served(settings, mode="2026-07-28", elicitation_callback=Person()) as c:
             asked = await c.session.call_tool("send_message", MESSAGE, allow_input_required=True)
             assert isinstance(asked, InputRequiredResult)
             retry = {"input_responses": YES, "request_state": asked.request_state}
@@ -263,7 +263,7 @@ async def test_without_uidplus_a_replay_after_the_send_still_sends_nothing_more(
 async def test_injection_attempts_are_refused_before_anyone_is_asked(
     bad: dict[str, Any], sending_env: dict[str, str], smtp: CaptureSMTP, person: Person
 ) -> None:
-    async with Client(build_server(load_settings(sending_env)), mode="2026-07-28", elicitation_callback=person) as c:
+    async with served(load_settings(sending_env), mode="2026-07-28", elicitation_callback=person) as c:
         result = await c.call_tool("send_message", {**MESSAGE, **bad})
     assert "Nothing was sent" in error_text(result)
     assert person.shown == [] and smtp.messages == []
@@ -274,7 +274,7 @@ async def test_a_failed_send_after_approval_says_so_and_files_nothing(
 ) -> None:
     with CaptureSMTP(fail_data_code=554) as failing:
         settings = load_settings(account.env(**failing.env(), SMTP_FROM=SENDER))
-        async with Client(build_server(settings), mode="2026-07-28", elicitation_callback=person) as client:
+        async with served(settings, mode="2026-07-28", elicitation_callback=person) as client:
             result = await client.call_tool("send_message", MESSAGE)
     assert "did not take the message (554" in error_text(result)
     assert len(person.shown) == 1
@@ -282,13 +282,13 @@ async def test_a_failed_send_after_approval_says_so_and_files_nothing(
 
 
 async def test_without_smtp_host_the_sending_tools_are_not_offered(account: Account) -> None:
-    async with Client(build_server(load_settings(account.env())), mode="2026-07-28") as client:
+    async with served(load_settings(account.env()), mode="2026-07-28") as client:
         names = {tool.name for tool in (await client.list_tools()).tools}
     assert not names & {"send_message", "reply_to_message"}
 
 
 async def test_the_sending_tools_state_their_annotations(sending_env: dict[str, str]) -> None:
-    async with Client(build_server(load_settings(sending_env)), mode="2026-07-28") as client:
+    async with served(load_settings(sending_env), mode="2026-07-28") as client:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
     for name in ("send_message", "reply_to_message"):
         hints = tools[name].annotations

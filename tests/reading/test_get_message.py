@@ -9,10 +9,9 @@ from email.message import EmailMessage
 from typing import Any
 
 import pytest
-from harness import Account, append_message, error_text, structured
+from harness import Account, append_message, error_text, served, structured
 from mcp import Client
 
-from imap_mcp.server.app import build_server
 from imap_mcp.server.imap.fetch import fetch
 from imap_mcp.server.imap.message_ids import MessageRef, decode_id, encode_id
 from imap_mcp.server.imap.pool import ImapPool
@@ -39,7 +38,7 @@ def seen_flags(account: Account, mailbox: str = "INBOX") -> dict[int, bool]:
 
 
 async def test_a_plain_message_with_all_its_headers(account: Account) -> None:
-    async with Client(build_server(account.settings())) as client:
+    async with served(account) as client:
         ids = await ids_by_subject(client)
         message = await read(client, id=ids["Re: Project kickoff"])
         original = await read(client, id=ids["Project kickoff"])
@@ -60,7 +59,7 @@ async def test_a_plain_message_with_all_its_headers(account: Account) -> None:
 
 
 async def test_the_body_is_marked_as_written_by_the_sender(account: Account) -> None:
-    async with Client(build_server(account.settings())) as client:
+    async with served(account) as client:
         message = await read(client, id=(await ids_by_subject(client))["Urgent: account notice"])
     body = message["body"]
     assert body["author"] == "sender of the email"
@@ -69,14 +68,14 @@ async def test_the_body_is_marked_as_written_by_the_sender(account: Account) -> 
 
 
 async def test_multipart_alternative_reads_the_plain_text_part(account: Account) -> None:
-    async with Client(build_server(account.settings())) as client:
+    async with served(account) as client:
         message = await read(client, id=(await ids_by_subject(client))["Team lunch on Friday?"])
     assert message["body"]["text"] == "Shall we do lunch on Friday at noon?\n"
     assert message["body_format"] == "text/plain"
 
 
 async def test_an_html_only_message_is_converted_to_readable_text(account: Account) -> None:
-    async with Client(build_server(account.settings())) as client:
+    async with served(account) as client:
         message = await read(client, id=(await ids_by_subject(client))["Your weekly deals"])
     text = message["body"]["text"]
     assert message["body_format"] == "text/html"
@@ -85,14 +84,14 @@ async def test_an_html_only_message_is_converted_to_readable_text(account: Accou
 
 
 async def test_nested_multipart_reads_the_text_and_lists_the_attachment(account: Account) -> None:
-    async with Client(build_server(account.settings())) as client:
+    async with served(account) as client:
         message = await read(client, id=(await ids_by_subject(client))["Photos from the trip"])
     assert message["body"]["text"] == "Two photos from the trip.\n"
     assert message["attachments"] == [{"part_id": "2", "filename": "beach.png", "type": "image/png", "size": 70}]
 
 
 async def test_attachments_with_non_ascii_file_names_are_listed_decoded(account: Account) -> None:
-    async with Client(build_server(account.settings())) as client:
+    async with served(account) as client:
         message = await read(client, id=(await ids_by_subject(client))["Invoice and overview"])
     assert [(a["part_id"], a["filename"], a["type"]) for a in message["attachments"]] == [
         ("2", "invoice.pdf", "application/pdf"),
@@ -102,7 +101,7 @@ async def test_attachments_with_non_ascii_file_names_are_listed_decoded(account:
 
 
 async def test_non_ascii_headers_and_body_are_decoded(account: Account) -> None:
-    async with Client(build_server(account.settings())) as client:
+    async with served(account) as client:
         message = await read(client, id=(await ids_by_subject(client))["Grüße aus München"])
     assert message["headers"]["from"] == "Jörg Müller <joerg@example.de>"
     assert message["body"]["text"].startswith("Servus! Schöne Grüße aus München")
@@ -110,7 +109,7 @@ async def test_non_ascii_headers_and_body_are_decoded(account: Account) -> None:
 
 async def test_reading_never_marks_a_message_read(account: Account) -> None:
     before = seen_flags(account)
-    async with Client(build_server(account.settings())) as client:
+    async with served(account) as client:
         for message_id in (await ids_by_subject(client)).values():
             await read(client, id=message_id)
             await client.call_tool("get_attachments", {"id": message_id})
@@ -119,7 +118,7 @@ async def test_reading_never_marks_a_message_read(account: Account) -> None:
 
 
 async def test_max_chars_cuts_the_body_and_says_so(account: Account) -> None:
-    async with Client(build_server(account.settings())) as client:
+    async with served(account) as client:
         message = await read(client, id=(await ids_by_subject(client))["Quarterly report"], max_chars=10)
     assert message["body"]["text"] == "Hi,\n\nthe q"
     whole = "Hi,\n\nthe quarterly numbers are in. Revenue is up 4%.\n\nAlice\n"
@@ -138,7 +137,7 @@ async def test_a_large_body_is_read_only_in_part(account: Account) -> None:
     uid = append_message(account, big.as_bytes())
     earlier = ended_sessions(account, wait_for=None)
     pool = ImapPool(account.imap_settings())
-    async with Client(build_server(account.settings(), pool=pool)) as client:
+    async with served(account, pool=pool) as client:
         message = await read(client, mailbox="INBOX", uid=uid, max_chars=1000)
     pool.close_all()
     assert len(message["body"]["text"]) == 1000 and message["body"]["text"].startswith("Zeile mit Umlauten äöü")
@@ -175,7 +174,7 @@ def ended_sessions(account: Account, wait_for: int | None, seconds: float = 5.0)
 
 
 async def test_the_deprecated_mailbox_and_uid_still_work(account: Account) -> None:
-    async with Client(build_server(account.settings())) as client:
+    async with served(account) as client:
         message_id = (await ids_by_subject(client, "Archive"))["Old travel plans"]
         by_uid = await read(client, mailbox="Archive", uid=decode_id(message_id).uid)
         schema = next(t for t in (await client.list_tools()).tools if t.name == "get_message").input_schema
@@ -185,7 +184,7 @@ async def test_the_deprecated_mailbox_and_uid_still_work(account: Account) -> No
 
 async def test_a_stale_id_is_refused_after_the_uidvalidity_changes(account: Account) -> None:
     pool = ImapPool(account.imap_settings())
-    async with Client(build_server(account.settings(), pool=pool)) as client:
+    async with served(account, pool=pool) as client:
         old = await ids_by_subject(client)
         await read(client, id=old["Quarterly report"])  # INBOX is now kept examined by the pool
         ref = decode_id(old["Quarterly report"])
@@ -202,7 +201,7 @@ async def test_a_stale_id_is_refused_after_the_uidvalidity_changes(account: Acco
 
 
 async def test_an_id_from_a_deleted_and_recreated_mailbox_is_refused(account: Account) -> None:
-    async with Client(build_server(account.settings())) as client:
+    async with served(account) as client:
         old_id = (await ids_by_subject(client, "Projects/Entwürfe"))["Entwurf der Präsentation"]
         direct = account.imap()
         direct.delete_folder("Projects/Entwürfe")
@@ -214,7 +213,7 @@ async def test_an_id_from_a_deleted_and_recreated_mailbox_is_refused(account: Ac
 
 
 async def test_an_id_whose_mailbox_was_deleted_says_so(account: Account) -> None:
-    async with Client(build_server(account.settings())) as client:
+    async with served(account) as client:
         old_id = (await ids_by_subject(client, "Projects/Entwürfe"))["Entwurf der Präsentation"]
         direct = account.imap()
         direct.delete_folder("Projects/Entwürfe")
@@ -240,12 +239,12 @@ async def test_an_id_whose_mailbox_was_deleted_says_so(account: Account) -> None
     ],
 )
 async def test_argument_mistakes_are_tool_errors(account: Account, arguments: dict[str, Any], says: str) -> None:
-    async with Client(build_server(account.settings())) as client:
+    async with served(account) as client:
         assert says in error_text(await client.call_tool("get_message", arguments))
 
 
 async def test_id_and_mailbox_uid_together_are_refused(account: Account) -> None:
-    async with Client(build_server(account.settings())) as client:
+    async with served(account) as client:
         message_id = (await ids_by_subject(client))["Quarterly report"]
         text = error_text(await client.call_tool("get_message", {"id": message_id, "mailbox": "INBOX", "uid": 1}))
     assert "not both" in text
@@ -254,7 +253,7 @@ async def test_id_and_mailbox_uid_together_are_refused(account: Account) -> None
 async def test_subjects_and_bodies_never_reach_the_log(account: Account, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG, logger="imap_mcp")
     caplog.set_level(logging.INFO)
-    async with Client(build_server(account.settings())) as client:
+    async with served(account) as client:
         for message_id in (await ids_by_subject(client)).values():
             await read(client, id=message_id)
         await client.call_tool("search_messages", {"subject": "Quarterly"})
@@ -283,7 +282,7 @@ def test_an_unsolicited_fetch_without_uid_never_lends_its_flags_to_a_uid(empty_a
 
 async def get_appended(account: Account, raw: bytes) -> dict[str, Any]:
     uid = append_message(account, raw)
-    async with Client(build_server(account.settings())) as client:
+    async with served(account) as client:
         return await read(client, mailbox="INBOX", uid=uid)
 
 

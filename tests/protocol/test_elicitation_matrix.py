@@ -19,10 +19,8 @@ import itertools
 from typing import Any
 
 import pytest
-from harness import MODES, Account, Person, http_server, message_ids, stdio_params
+from harness import MODES, Account, Person, http_server, message_ids, served, stdio_params
 from mcp import Client
-
-from imap_mcp.server.app import build_server
 
 pytestmark = pytest.mark.anyio
 
@@ -114,7 +112,7 @@ async def test_in_process_every_tool_asks_as_the_table_says(
     settings = dataclasses.replace(account.settings(), elicitation=elicitation)
     person = Person() if has_person else None
     options: dict[str, Any] = {"elicitation_callback": person} if person else {}
-    async with Client(build_server(settings), mode=mode, **options) as client:  # type: ignore[arg-type]
+    async with served(settings, mode=mode, **options) as client:  # type: ignore[arg-type]
         await exercise_every_tool(Run(client, person, expected_dialog(mode, has_person, elicitation)), account)
 
 
@@ -156,7 +154,7 @@ async def test_over_stateless_http_a_legacy_client_gets_the_token(account: Accou
 
 
 async def test_every_changing_tool_states_all_four_annotations(account: Account) -> None:
-    async with Client(build_server(account.settings())) as client:
+    async with served(account) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
     for name, (destructive, idempotent) in CHANGING_TOOLS.items():
         wire = tools[name].annotations.model_dump(by_alias=True, exclude_none=True)  # type: ignore[union-attr]

@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
-from harness import Account, new_account, start_dovecot, structured
-from mcp import Client
+from harness import Account, new_account, search, served, start_dovecot
 from test_search import INBOX_NEWEST_FIRST
 
-from imap_mcp.server.app import build_server
 from imap_mcp.server.demo.dovecot import DEFAULT_CAPS, Dovecot
 from imap_mcp.server.demo.sample_mail import seed
 
@@ -57,10 +54,6 @@ def limited_account(limited_dovecot: Dovecot) -> Account:
     return account
 
 
-async def search(client: Client, **arguments: Any) -> dict[str, Any]:
-    return structured(await client.call_tool("search_messages", arguments))
-
-
 def test_the_server_really_hides_sort(limited_account: Account, limited_dovecot: Dovecot) -> None:
     client = limited_account.imap()
     try:
@@ -71,7 +64,7 @@ def test_the_server_really_hides_sort(limited_account: Account, limited_dovecot:
 
 async def test_order_totals_and_filters_match_the_sort_path(limited_account: Account) -> None:
     expected = [*INBOX_NEWEST_FIRST[:-1], "Delivered late", INBOX_NEWEST_FIRST[-1]]
-    async with Client(build_server(limited_account.settings())) as client:
+    async with served(limited_account) as client:
         pages = [await search(client, offset=offset, limit=4) for offset in (0, 4, 8)]
         assert [p["total"] for p in pages] == [10, 10, 10]
         assert [m["subject"] for p in pages for m in p["messages"]] == expected
@@ -102,7 +95,7 @@ async def test_equal_dates_page_alike_with_and_without_sort(dovecot: Dovecot, li
     """RFC 5256: REVERSE reverses the key only; messages with equal dates stay in mailbox (UID) order."""
     orders = []
     for server in (dovecot, limited_dovecot):
-        async with Client(build_server(account_with_ties(server).settings())) as client:
+        async with served(account_with_ties(server).settings()) as client:
             pages = [await search(client, offset=offset, limit=2) for offset in (0, 2)]
         orders.append([m["subject"] for p in pages for m in p["messages"]])
     assert orders[0] == orders[1] == ["tie 0", "tie 1", "tie 2", "older"]
@@ -115,7 +108,7 @@ async def test_search_values_with_imap_syntax_are_strings_here_too(limited_accou
             client.append("INBOX", f"Subject: {subject}\r\nFrom: s@example.com\r\n\r\nx\r\n".encode())
     finally:
         client.logout()
-    async with Client(build_server(limited_account.settings())) as mcp_client:
+    async with served(limited_account) as mcp_client:
         found = [await search(mcp_client, subject=s) for s in ("(draft)", "{5}", "(Änderung)")]
     assert [[m["subject"] for m in page["messages"]] for page in found] == [
         ["Agenda (draft)"],

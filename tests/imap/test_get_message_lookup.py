@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from imap_mcp.server.imap.lookup import Target, check_target, resolve_one, resolve_targets
+from imap_mcp.server.imap.lookup import MessageSelection, check_selection, resolve_one, resolve_selections
 from imap_mcp.server.imap.message_ids import InvalidMessageId, MessageRef, StaleMessageId, encode_id
 
 INBOX_5 = encode_id(MessageRef("INBOX", 77, 5))
@@ -13,13 +13,13 @@ ARCHIVE_2 = encode_id(MessageRef("Archive", 12, 2))
 
 
 def test_ids_are_grouped_by_mailbox_in_first_seen_order_without_duplicates() -> None:
-    targets = resolve_targets([INBOX_5, ARCHIVE_2, INBOX_9, INBOX_5], None, None)
-    assert targets == [Target("INBOX", 77, (5, 9)), Target("Archive", 12, (2,))]
+    targets = resolve_selections([INBOX_5, ARCHIVE_2, INBOX_9, INBOX_5], None, None)
+    assert targets == [MessageSelection("INBOX", 77, (5, 9)), MessageSelection("Archive", 12, (2,))]
 
 
 def test_the_deprecated_mailbox_and_uid_form_has_no_uidvalidity_of_its_own() -> None:
-    assert resolve_one(None, "INBOX", 3) == Target("INBOX", None, (3,))
-    assert check_target(Target("INBOX", None, (3,)), 91) == [MessageRef("INBOX", 91, 3)]
+    assert resolve_one(None, "INBOX", 3) == MessageSelection("INBOX", None, (3,))
+    assert check_selection(MessageSelection("INBOX", None, (3,)), 91) == [MessageRef("INBOX", 91, 3)]
 
 
 @pytest.mark.parametrize(
@@ -38,9 +38,9 @@ def test_a_bad_target_is_refused_with_what_to_do(
     ids: list[str] | None, mailbox: str | None, uids: list[object] | None, says: str
 ) -> None:
     with pytest.raises(InvalidMessageId, match=says):
-        resolve_targets(ids, mailbox, uids)  # type: ignore[arg-type]
+        resolve_selections(ids, mailbox, uids)  # type: ignore[arg-type]
 
 
 def test_an_id_from_before_a_uidvalidity_change_is_stale_and_says_search_again() -> None:
     with pytest.raises(StaleMessageId, match="Search again"):
-        check_target(resolve_one(INBOX_5, None, None), 78)
+        check_selection(resolve_one(INBOX_5, None, None), 78)
