@@ -20,10 +20,10 @@ from __future__ import annotations
 import imaplib
 import re
 from collections.abc import Callable
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
-#: imaplib's own limit on one response line
-MAX_LINE = imaplib._MAXLINE
+#: the longest response line read, imaplib's own limit (`imaplib._MAXLINE`), which this reader replaces
+MAX_LINE = 1_000_000
 #: bytes read (and dropped) at a time while skipping an overlong response
 CHUNK = 64 * 1024
 #: what a skipped FETCH response leaves in its place, after the message's number (and UID)
@@ -66,8 +66,12 @@ class _BoundedLines:
         self.in_literal_response = False  #: the last line announced a literal: the next one continues it
         self.head = b""  #: how the response being read began: "* <n> FETCH (UID <uid>" when it is a FETCH
 
+    @property
+    def file(self) -> BinaryIO:
+        return cast(BinaryIO, self.imap.file)
+
     def __call__(self) -> bytes:
-        line = self.imap.file.readline(MAX_LINE + 1)
+        line = self.file.readline(MAX_LINE + 1)
         if not self.in_literal_response:
             self.head = line[:64]
         if len(line) > MAX_LINE:
@@ -79,7 +83,7 @@ class _BoundedLines:
         fetch = _FETCH_START.match(self.head)
         if fetch is None:
             raise self.imap.error(f"got more than {MAX_LINE} bytes in one response line")
-        _drop_rest_of_response(self.imap.file, line)
+        _drop_rest_of_response(self.file, line)
         number, uid = fetch.group(1), fetch.group(2)
         marker = b" " + OVERSIZED + b"\r\n"
         if self.in_literal_response:  # imaplib has the response's beginning: this line only ends it

@@ -93,5 +93,5 @@ def html_to_text(html: str) -> str:
     converter = html2text.HTML2Text()
     converter.body_width = 0  # keep paragraphs on one line; the reader wraps
     converter.ignore_images = True
-    converter.tag_callback = _NestingCap()
+    converter.tag_callback = _NestingCap()  # type: ignore[assignment]  # html2text types it as None only
     return converter.handle(well_formed(html)).strip() + "\n"
