@@ -12,6 +12,8 @@ from imapclient.exceptions import IMAPClientError, LoginError
 from imap_mcp.server.config import ImapSettings
 from imap_mcp.server.errors import MailboxError
 from imap_mcp.server.imap.fetch import read_lines_boundedly
+from imap_mcp.server.oauth.errors import OAuthError
+from imap_mcp.server.oauth.sasl import imap_login
 from imap_mcp.server.tls import tls_context
 
 
@@ -47,7 +49,10 @@ def connect(settings: ImapSettings) -> IMAPClient:
     try:
         if settings.tls == "starttls":
             client.starttls(tls_context(settings.ca_file))
-        client.login(settings.username, settings.password.reveal())
+        _log_in(client, settings)
+    except OAuthError as exc:
+        _close_quietly(client)
+        raise MailboxUnavailable(str(exc)) from None
     except LoginError:
         _close_quietly(client)
         raise MailboxUnavailable(
@@ -66,6 +71,13 @@ def connect(settings: ImapSettings) -> IMAPClient:
             "IMAP_TLS (does the server offer STARTTLS?) and try again."
         ) from None
     return client
+
+
+def _log_in(client: IMAPClient, settings: ImapSettings) -> None:
+    if settings.oauth is None:
+        client.login(settings.username, settings.password.reveal())
+    else:
+        imap_login(client, settings.username, settings.oauth, settings.host, settings.port)
 
 
 def _close_quietly(client: IMAPClient) -> None:

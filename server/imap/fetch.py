@@ -8,6 +8,8 @@
 - `esearch_all` asks for the matching UIDs as one compact set (RFC 4731 ESEARCH).
 - `raw_untagged` sends a command imapclient has no method for (SORT, SEARCH with our own syntax).
 - `take_response_codes` reads and clears the response codes imaplib kept (COPYUID after MOVE).
+- `authenticate` runs AUTHENTICATE with a callback that answers each server challenge in turn
+  (imapclient's own OAuth logins resend the token where RFC 7628 wants an ending answer).
 - `read_lines_boundedly` makes a new connection skip overlong FETCH responses (`long_lines`);
   `in_step` says whether a command was left unfinished on a connection (then it must be closed).
 
@@ -19,7 +21,7 @@ imapclient upgrade is checked here.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from imapclient import IMAPClient
@@ -180,6 +182,11 @@ def take_response_codes(client: IMAPClient, code: str) -> list[bytes]:
     """The `code` response codes (e.g. COPYUID) the connection saw since the last call, and forget them."""
     taken: list[bytes] = client._imap.untagged_responses.pop(code, [])
     return taken
+
+
+def authenticate(client: IMAPClient, mechanism: str, answer: Callable[[bytes], str]) -> None:
+    """SASL AUTHENTICATE; `answer(challenge)` gives each client response. A refusal raises IMAPClientError."""
+    client._command_and_check("authenticate", mechanism, answer)
 
 
 def read_lines_boundedly(client: IMAPClient) -> None:

@@ -13,6 +13,8 @@ from email.message import EmailMessage
 
 from imap_mcp.server.config import SmtpSettings
 from imap_mcp.server.errors import OutgoingError
+from imap_mcp.server.oauth.errors import OAuthError
+from imap_mcp.server.oauth.sasl import smtp_login
 from imap_mcp.server.tls import tls_context
 
 
@@ -49,7 +51,9 @@ def _open(settings: SmtpSettings) -> smtplib.SMTP:
 
 def _log_in(connection: smtplib.SMTP, settings: SmtpSettings) -> None:
     connection.ehlo_or_helo_if_needed()
-    if connection.has_extn("auth"):
+    if settings.oauth is not None:
+        smtp_login(connection, settings.username, settings.oauth, settings.host, settings.port)
+    elif connection.has_extn("auth"):
         connection.login(settings.username, settings.password.reveal())
 
 
@@ -77,6 +81,8 @@ def send(settings: SmtpSettings, message: EmailMessage, recipients: list[str]) -
         return _deliver(settings, message, recipients)
     except SendFailed:
         raise
+    except OAuthError as exc:
+        raise SendFailed(f"{exc} Nothing was sent.") from None
     except smtplib.SMTPAuthenticationError:
         raise SendFailed(
             f"The SMTP server {where} refused the login for {settings.username!r}; nothing was sent. Check "
