@@ -90,6 +90,9 @@ class Decision:
     channel: Channel | None = None
     question: InputRequiredResult | None = None  #: a dialog round: the client shows it and retries
     token: TokenIssued | None = None  #: the first of two calls
+    #: an approved decision's name, from the verified seal: the same on every replay of it, None for a pushed
+    #: dialog (no seal). Derive idempotency keys from it, never from the text of the state or token.
+    identity: str | None = None
 
     def reply(self, pending: Callable[[str], BaseModel]) -> CallToolResult | InputRequiredResult:
         """Not approved yet: the dialog round as it is, or the token explained, with `pending(token)` as the
@@ -163,13 +166,14 @@ class Guard:
         principal = self._principal_of(ctx)
         if ctx.request_state is not None:
             try:
-                self._states.verify(ctx.request_state, request.claim, principal)
+                opened = self._states.verify(ctx.request_state, request.claim, principal)
             except SealError as exc:
                 logger.info("approval state for %s gave no answer (%s): asking again", request.tool, exc)
                 return Decision(question=self._ask(request, principal))
             answer = (ctx.input_responses or {}).get(texts.QUESTION_KEY)
             if isinstance(answer, ElicitResult):
-                return self._judge(request, answer.action, (answer.content or {}).get(texts.APPROVE_FIELD))
+                ticked = (answer.content or {}).get(texts.APPROVE_FIELD)
+                return self._judge(request, answer.action, ticked, Decision(Channel.DIALOG, identity=opened.identity))
         return Decision(question=self._ask(request, principal))
 
     def _ask(self, request: ApprovalRequest, principal: str | None) -> InputRequiredResult:
@@ -180,12 +184,13 @@ class Guard:
         )
 
     @staticmethod
-    def _judge(request: ApprovalRequest, action: str, ticked: object, channel: Channel = Channel.DIALOG) -> Decision:
+    def _judge(request: ApprovalRequest, action: str, ticked: object, approved: Decision) -> Decision:
+        """`approved` if the person accepted with the box ticked (JSON `true`, nothing else); else a refusal."""
         if action != "accept":
             raise ToolError(texts.declined(request.summary, action))
         if ticked is not True:
             raise ToolError(texts.not_ticked(request.summary))
-        return Decision(channel)
+        return approved
 
     async def _push(self, ctx: Context, request: ApprovalRequest) -> Decision:
         """2025-11-25 with a back channel: push the dialog and wait for the person."""
@@ -193,8 +198,10 @@ class Guard:
             answer = await ctx.elicit(request.question, texts.ApprovalForm)
         except MCPError as exc:
             raise ToolError(texts.dialog_failed(request.summary, exc.error.message)) from None
+        except ValueError:  # accepted, but the box is not JSON `true` (e.g. "yes" or 1): not a tick
+            raise ToolError(texts.not_ticked(request.summary)) from None
         ticked = answer.data.approve if isinstance(answer, AcceptedElicitation) else None
-        return self._judge(request, answer.action, ticked, Channel.PUSH)
+        return self._judge(request, answer.action, ticked, Decision(Channel.PUSH))
 
     def _token(self, ctx: Context, request: ApprovalRequest, confirm_token: str | None) -> Decision:
         """No dialog: the first call returns a sealed token; the same call with it runs."""
@@ -205,11 +212,11 @@ class Guard:
             text = texts.token_issued(request.tool, request.summary, token, TOKEN_TTL, self._why(request))
             return Decision(token=TokenIssued(token, text))
         try:
-            self._tokens.verify(confirm_token, claim, principal)
+            opened = self._tokens.verify(confirm_token, claim, principal)
         except SealError as exc:
             logger.info("confirm_token for %s refused (%s)", request.tool, exc)
             raise ToolError(texts.token_refused(request.tool, request.summary)) from None
-        return Decision(Channel.TOKEN)
+        return Decision(Channel.TOKEN, identity=opened.identity)
 
     def _why(self, request: ApprovalRequest) -> str:
         if not request.dialog:

@@ -7,12 +7,14 @@ and a digest; `seal` signs a `Claim` (fingerprint + question digest) with a `Key
 
 from .fingerprint import Scope, Target, canonical_bytes, fingerprint
 from .keyring import KeyRing
-from .seal import BadSeal, Claim, Sealer, SealError, SealExpired, WrongTarget, question_digest
+from .seal import CLOCK_SKEW, BadSeal, Claim, Opened, Sealer, SealError, SealExpired, WrongTarget, question_digest
 
 __all__ = [
+    "CLOCK_SKEW",
     "BadSeal",
     "Claim",
     "KeyRing",
+    "Opened",
     "Scope",
     "SealError",
     "SealExpired",

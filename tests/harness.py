@@ -1,8 +1,9 @@
-"""Test harness: a throwaway Dovecot, per-test accounts, and imap-mcp servers to talk to.
+"""Test harness: throwaway IMAP servers, per-test accounts, and imap-mcp servers to talk to.
 
-Every test that touches mail talks to a real Dovecot (Debian `dovecot-imapd`) on 127.0.0.1,
-started once per session by `server/demo/dovecot.py`. Each test gets its own account (`t-<hex>`,
-any such name logs in with `ANY_USER_PASSWORD`), so tests never see each other's mail.
+Every test that touches mail talks to a real IMAP server on 127.0.0.1, started once per session
+(per xdist worker): Dovecot (Debian `dovecot-imapd`, by `server/demo/dovecot.py`), and for the
+server matrix also Cyrus and Courier (`tests/servers/`). Each test gets its own account
+(`t-<hex>`, logging in with `ANY_USER_PASSWORD`), so tests never see each other's mail.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from imapclient import IMAPClient
 from mcp import Client, StdioServerParameters
@@ -31,20 +32,74 @@ from imap_mcp.server.config import ImapSettings, Secret, Settings, TlsMode
 from imap_mcp.server.demo.dovecot import Dovecot, free_port
 
 ANY_USER_PASSWORD = "test-pw-7f3a"
+#: the mailboxes of a seeded account besides INBOX, as Dovecot names them
+SAMPLE_MAILBOXES = ("Projects/Entwürfe", "Projects", "Sent", "Drafts", "Trash", "Junk", "Archive")
 #: the two eras, as the SDK client names them
 MODES = ("legacy", "2026-07-28")
 
 
+class MailServer(Protocol):
+    """What the harness needs of a running IMAP server: Dovecot, Cyrus or Courier."""
+
+    @property
+    def port(self) -> int: ...
+    @property
+    def tls_port(self) -> int: ...
+    @property
+    def cert_file(self) -> Path: ...
+
+
+def server_name(server: MailServer) -> str:
+    return str(getattr(server, "name", "dovecot"))
+
+
 @dataclass
 class Account:
-    """One test account on the session's Dovecot."""
+    """One test account on one of the session's IMAP servers."""
 
-    dovecot: Dovecot
+    server: MailServer
     username: str
     password: str = ANY_USER_PASSWORD
 
+    @property
+    def dovecot(self) -> Dovecot:
+        """The account's server, for tests about Dovecot itself (its log, doveadm)."""
+        assert isinstance(self.server, Dovecot), f"a Dovecot-only test ran on {server_name(self.server)}"
+        return self.server
+
+    @property
+    def server_name(self) -> str:
+        return server_name(self.server)
+
+    @property
+    def delimiter(self) -> str:
+        """The server's hierarchy delimiter: '/' on Dovecot and Cyrus, '.' on Courier."""
+        return str(getattr(self.server, "delimiter", "/"))
+
+    def mailbox(self, name: str) -> str:
+        """`name` ('/' between levels) as this server names it: `Sent` is `INBOX.Sent` on Courier.
+
+        A name already in the server's form (INBOX, or `INBOX.Sent` on Courier) stays as it is.
+        """
+        prefix = str(getattr(self.server, "prefix", ""))
+        if name.upper() == "INBOX" or (prefix and name.startswith(prefix)):
+            return name
+        return prefix + name.replace("/", self.delimiter)
+
+    def on_server(self, args: dict[str, Any]) -> dict[str, Any]:
+        """Tool arguments with their mailbox names (`mailbox`, `destination`, `new_name`) as `mailbox` gives them."""
+        named = {key: self.mailbox(args[key]) for key in ("mailbox", "destination", "new_name") if key in args}
+        return {**args, **named}
+
+    def quoted(self, text: str) -> str:
+        """`text` with each quoted sample mailbox name ("Trash", 'Projects/Entwürfe') as this server names it."""
+        for name in SAMPLE_MAILBOXES:
+            for quote in ('"', "'"):
+                text = text.replace(f"{quote}{name}{quote}", f"{quote}{self.mailbox(name)}{quote}")
+        return text
+
     def port_for(self, tls: TlsMode) -> int:
-        return self.dovecot.tls_port if tls == "implicit" else self.dovecot.port
+        return self.server.tls_port if tls == "implicit" else self.server.port
 
     def env(self, tls: TlsMode = "implicit", **extra: str) -> dict[str, str]:
         """The environment for an imap-mcp process serving this account."""
@@ -55,7 +110,7 @@ class Account:
             IMAP_USERNAME=self.username,
             IMAP_PASSWORD=self.password,
             IMAP_TLS=tls,
-            IMAP_CA_FILE=str(self.dovecot.cert_file),
+            IMAP_CA_FILE=str(self.server.cert_file),
         )
         env.update(extra)
         return env
@@ -67,7 +122,7 @@ class Account:
             username=self.username,
             password=Secret(self.password),
             tls=tls,
-            ca_file=self.dovecot.cert_file,
+            ca_file=self.server.cert_file,
         )
 
     def settings(self, tls: TlsMode = "implicit") -> Settings:
@@ -75,21 +130,26 @@ class Account:
 
     def imap(self) -> IMAPClient:
         """A direct IMAP connection, as another mail client of the same person would have."""
-        context = ssl.create_default_context(cafile=str(self.dovecot.cert_file))
-        client = IMAPClient("127.0.0.1", self.dovecot.tls_port, ssl_context=context, timeout=30)
+        context = ssl.create_default_context(cafile=str(self.server.cert_file))
+        client = IMAPClient("127.0.0.1", self.server.tls_port, ssl_context=context, timeout=30)
         client.login(self.username, self.password)
         return client
 
 
-def new_account(dovecot: Dovecot) -> Account:
-    return Account(dovecot, f"t-{uuid.uuid4().hex[:12]}")
+def new_account(server: MailServer) -> Account:
+    """A new account: Dovecot takes any `t-*` login, Cyrus and Courier are told about it first."""
+    account = Account(server, f"t-{uuid.uuid4().hex[:12]}")
+    add_user = getattr(server, "add_user", None)
+    if add_user is not None:
+        add_user(account.username, account.password)
+    return account
 
 
-def seeded_account(dovecot: Dovecot) -> Account:
+def seeded_account(server: MailServer) -> Account:
     """A new account holding the sample mail of `server/demo/sample_mail.py`."""
     from imap_mcp.server.demo.sample_mail import seed
 
-    account = new_account(dovecot)
+    account = new_account(server)
     client = account.imap()
     try:
         seed(client)
@@ -224,7 +284,7 @@ def append_message(account: Account, raw: bytes, mailbox: str = "INBOX", flags: 
     """Append `raw` as another mail client would; returns its UID."""
     client = account.imap()
     try:
-        response = client.append(mailbox, raw, flags=flags)
+        response = client.append(account.mailbox(mailbox), raw, flags=flags)
         return int(response.split(b"]")[0].split()[-1])
     finally:
         client.logout()
@@ -234,9 +294,10 @@ def append_message(account: Account, raw: bytes, mailbox: str = "INBOX", flags: 
 
 
 def message_ids(account: Account, mailbox: str) -> list[str]:
-    """The ids of every message in `mailbox`, as search_messages would return them."""
+    """The ids of every message in `mailbox` (named as `Account.mailbox` takes it), as search_messages returns them."""
     from imap_mcp.server.imap.message_ids import MessageRef
 
+    mailbox = account.mailbox(mailbox)
     client = account.imap()
     try:
         uidvalidity = int(client.select_folder(mailbox, readonly=True)[b"UIDVALIDITY"])
@@ -261,8 +322,14 @@ class Person:
         return ElicitResult(action=self.action, content=content)  # type: ignore[arg-type]
 
 
-def pool_without(account: Account, capabilities: tuple[str, ...] = (), mailboxes: tuple[str, ...] = ()) -> object:
-    """A pool whose connections do not see `capabilities` (e.g. MOVE) nor `mailboxes` in LIST.
+def pool_without(
+    account: Account,
+    capabilities: tuple[str, ...] = (),
+    mailboxes: tuple[str, ...] = (),
+    settings: ImapSettings | None = None,
+) -> object:
+    """A pool whose connections do not see `capabilities` (e.g. MOVE) nor `mailboxes` in LIST (`settings`:
+    where it connects, by default straight to the account).
 
     Dovecot still runs whatever is sent; this only changes what imap-mcp is told, as a server
     without those capabilities (or without a Trash that Dovecot would re-create) would tell it.
@@ -271,6 +338,7 @@ def pool_without(account: Account, capabilities: tuple[str, ...] = (), mailboxes
     from imap_mcp.server.imap.pool import ImapPool
 
     hidden = {c.upper().encode() for c in capabilities}
+    mailboxes = tuple(account.mailbox(name) for name in mailboxes)
 
     def connector(settings: ImapSettings) -> IMAPClient:
         client = connect(settings)
@@ -279,4 +347,4 @@ def pool_without(account: Account, capabilities: tuple[str, ...] = (), mailboxes
         client.list_folders = lambda *a, **k: [f for f in listed(*a, **k) if f[2] not in mailboxes]  # type: ignore[method-assign]
         return client
 
-    return ImapPool(account.imap_settings(), connector=connector)
+    return ImapPool(settings or account.imap_settings(), connector=connector)

@@ -45,7 +45,9 @@ async def test_delete_and_move_by_mailbox_and_uids(account: Account, person: Per
     async with served(account, mode="2026-07-28", elicitation_callback=person) as client:
         deleted = structured(await client.call_tool("delete_messages", {"mailbox": "INBOX", "uids": [lunch]}))
         moved = structured(
-            await client.call_tool("move_messages", {"mailbox": "INBOX", "uids": [deals], "destination": "Archive"})
+            await client.call_tool(
+                "move_messages", {"mailbox": "INBOX", "uids": [deals], "destination": account.mailbox("Archive")}
+            )
         )
     assert deleted["status"] == "done" and deleted["count"] == 1
     assert moved["status"] == "done" and len(moved["new_ids"]) == 1

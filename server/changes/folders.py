@@ -13,14 +13,22 @@ is refused before anyone is asked, naming the children to delete first.
 from __future__ import annotations
 
 import imaplib
+import unicodedata
 from dataclasses import dataclass
 from typing import Literal
 
 from imapclient import IMAPClient
 
+from imap_mcp.protocol.texts import needs_escape, shown
 from imap_mcp.sealing import Scope, Target
 from imap_mcp.server.changes.messages import ChangeRefused, TargetChanged
-from imap_mcp.server.imap.mailboxes import MailboxInfo, list_mailboxes
+from imap_mcp.server.imap.mailboxes import (
+    MailboxInfo,
+    OutsideNamespaces,
+    check_new_name,
+    delete_mailbox,
+    list_mailboxes,
+)
 from imap_mcp.server.imap.pool import NoSuchMailbox
 
 FolderOperation = Literal["delete_mailbox", "rename_mailbox"]
@@ -76,6 +84,20 @@ def _refuse_a_parent(client: IMAPClient, name: str) -> None:
         )
 
 
+def refuse_unsafe_characters(name: str) -> None:
+    """Refuse a new name holding a character an approval dialog would have to escape (a line or paragraph
+    separator, a control, a bidirectional or other invisible format character). Spaces of every kind are
+    allowed: a dialog shows those other than U+0020 escaped."""
+    unsafe = sorted({char for char in name if needs_escape(char) and unicodedata.category(char) != "Zs"})
+    if unsafe:
+        codes = ", ".join(f"U+{ord(char):04X}" for char in unsafe)
+        raise ChangeRefused(
+            f"The mailbox name {shown(name)} contains {codes}: line breaks, control, bidirectional and other "
+            "invisible characters are not allowed in a new mailbox name, because such a name could pose as other "
+            "text in an approval dialog. Nothing was changed; choose a name without them."
+        )
+
+
 def _listed(client: IMAPClient, name: str) -> bool | None:
     """None when `name` does not exist; else whether it can hold messages."""
     found = next((m for m in list_mailboxes(client) if m.name == name), None)
@@ -104,6 +126,8 @@ def plan_folder_change(
     if operation == "rename_mailbox":
         if not new_name:
             raise ChangeRefused("A rename needs new_name: the full new name of the mailbox.")
+        refuse_unsafe_characters(new_name)
+        _refuse_outside_namespaces(client, new_name)
         if _listed(client, new_name) is not None:
             raise ChangeRefused(f"A mailbox named {new_name!r} already exists; choose another new_name.")
     return PlannedFolderChange(
@@ -129,12 +153,21 @@ def execute_folder_change(client: IMAPClient, target: PlannedFolderChange) -> No
             "Nothing was changed; call the tool again to be asked anew."
         )
     if target.operation == "delete_mailbox":
-        client.delete_folder(target.mailbox)
+        delete_mailbox(client, target.mailbox)
     else:
         client.rename_folder(target.mailbox, target.new_name)
 
 
+def _refuse_outside_namespaces(client: IMAPClient, name: str) -> None:
+    try:
+        check_new_name(client, name)
+    except OutsideNamespaces as exc:
+        raise ChangeRefused(str(exc)) from None
+
+
 def create_folder(client: IMAPClient, name: str) -> None:
+    refuse_unsafe_characters(name)
+    _refuse_outside_namespaces(client, name)
     if _listed(client, name) is not None:
         raise ChangeRefused(f"A mailbox named {name!r} already exists; nothing was changed.")
     try:

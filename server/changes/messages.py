@@ -26,23 +26,24 @@ Mailbox-side rules:
 from __future__ import annotations
 
 import imaplib
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Literal
 
 from imapclient import IMAPClient
 
 from imap_mcp.sealing import Scope, Target
+from imap_mcp.server.changes.claims import Standing, claim_message_id, contend, expunge_exactly, release, stake
 from imap_mcp.server.changes.copies import already_copied
 from imap_mcp.server.errors import MailboxError
 from imap_mcp.server.imap.fetch import split_uid_set, take_response_codes
 from imap_mcp.server.imap.lookup import MessageSelection, check_selection
-from imap_mcp.server.imap.mailboxes import list_mailboxes
+from imap_mcp.server.imap.mailboxes import mailbox_with_role, missing_role_advice
 from imap_mcp.server.imap.message_ids import StaleMessageId
 from imap_mcp.server.imap.pool import NoSuchMailbox, examine
 from imap_mcp.server.imap.uid_sets import compress, expand
 
 MessageOperation = Literal["trash", "delete_permanently", "move", "copy"]
-DELETED = b"\\Deleted"
 
 
 class ChangeRefused(MailboxError):
@@ -116,16 +117,14 @@ def require_uid_expunge(client: IMAPClient) -> None:
 
 
 def trash_mailbox(client: IMAPClient) -> str:
-    """The mailbox with the SPECIAL-USE role \\Trash, else one named `Trash`; refused when there is none."""
-    boxes = list_mailboxes(client)
-    for wanted in (lambda b: b.role == "trash", lambda b: b.name.lower() == "trash"):
-        found = next((b.name for b in boxes if b.selectable and wanted(b)), None)
-        if found:
-            return found
-    raise ChangeRefused(
-        "This account has no Trash mailbox, so the messages cannot be moved there. Nothing was changed. "
-        "Create one with manage_mailbox, or delete with permanent: true (which cannot be undone)."
-    )
+    """The mailbox with the Trash role (`mailbox_with_role`); refused when there is none."""
+    found = mailbox_with_role(client, "trash")
+    if found is None:
+        raise ChangeRefused(
+            "This account has no Trash mailbox, so the messages cannot be moved there. Nothing was changed. "
+            f"{missing_role_advice(client, 'trash')} Or delete with permanent: true (which cannot be undone)."
+        )
+    return found
 
 
 def open_source(client: IMAPClient, messages: MessageSelection, readonly: bool) -> int:
@@ -220,19 +219,39 @@ def _named(uids: tuple[int, ...]) -> str:
     return f"UIDs {shown}" if len(shown) <= 200 else f"{len(uids)} UIDs"
 
 
+def left_out(uids: tuple[int, ...], kept: AbstractSet[int]) -> tuple[int, ...]:
+    """Those of `uids` not in `kept`, in their order: one set lookup per UID (linear, never ids times messages)."""
+    return tuple(uid for uid in uids if uid not in kept)
+
+
+#: the first UID Cyrus does not take in a SEARCH set (RFC 3501 allows UIDs up to 2^32 - 1)
+_CYRUS_UID_LIMIT = 2**31
+
+
 def existing_uids(client: IMAPClient, uids: tuple[int, ...]) -> set[int]:
-    """Which of `uids` the selected mailbox holds (`UID SEARCH UID <set>`: UIDs, never sequence numbers)."""
+    """Which of `uids` the selected mailbox holds (`UID SEARCH UID <set>`: UIDs, never sequence numbers).
+
+    UIDs from 2^31 up are asked about in sets of their own: Cyrus answers an empty SEARCH for a
+    whole set that names one.
+    """
+    low = [uid for uid in uids if uid < _CYRUS_UID_LIMIT]
+    high = [uid for uid in uids if uid >= _CYRUS_UID_LIMIT]
+    pieces = [piece for group in (low, high) if group for piece in split_uid_set(compress(group))]
     found: set[int] = set()
-    for piece in split_uid_set(compress(uids)):
+    for piece in pieces:
         found.update(client.search(["UID", piece]))
     return found & set(uids)
 
 
-def execute_message_change(client: IMAPClient, target: PlannedMessageChange) -> ChangeReport:
-    """Run the approved change on exactly `target`; `TargetChanged` if the mailboxes moved on."""
+def execute_message_change(client: IMAPClient, target: PlannedMessageChange, claim_lifetime: float) -> ChangeReport:
+    """Run the approved change on exactly `target`; `TargetChanged` if the mailboxes moved on.
+
+    A move, copy or trash-delete first claims the destination (`changes.claims`): an attempt
+    that does not hold the claim raises `ChangeInProgress` and changes nothing.
+    """
     source = MessageSelection(target.source, target.source_uidvalidity, target.uids)
     try:
-        open_source(client, source, readonly=target.operation == "copy")
+        open_source(client, source, readonly=True)
         destination_uidvalidity = uidvalidity_of(client, target.destination) if target.destination else None
     except (NoSuchMailbox, StaleMessageId) as exc:
         raise TargetChanged(
@@ -243,22 +262,51 @@ def execute_message_change(client: IMAPClient, target: PlannedMessageChange) -> 
             f"The mailbox {target.destination!r} was re-created since the change was approved. Nothing was "
             "changed; call the tool again to be asked anew."
         )
-    present = tuple(sorted(existing_uids(client, target.uids)))
-    missing = tuple(uid for uid in target.uids if uid not in present)
-    copied_before: tuple[int, ...] = ()
-    if present and target.operation == "copy":
-        copied_before = _copied_before(client, source, present, target.destination or "")
-        present = tuple(uid for uid in present if uid not in copied_before)
-    new_uids = _run(client, target, present) if present else {}
-    return ChangeReport(present, missing, new_uids, destination_uidvalidity, copied_before)
+    claim = stake(client, target.destination, claim_message_id(target.target)) if target.destination else None
+    if claim is None:
+        return _change(client, target, Standing(floor=None))
+    try:
+        return _change(client, target, contend(client, claim, claim_lifetime))
+    finally:
+        release(client, claim)
+
+
+def _change(client: IMAPClient, target: PlannedMessageChange, standing: Standing) -> ChangeReport:
+    """The change itself, skipping what an earlier attempt already did."""
+    source = MessageSelection(target.source, target.source_uidvalidity, target.uids)
+    readonly = target.operation == "copy"
+    open_source(client, source, readonly=readonly)
+    found = existing_uids(client, target.uids)
+    present = tuple(sorted(found))
+    missing = left_out(target.uids, found)
+    done_before: tuple[int, ...] = ()
+    if present and target.destination and (readonly or standing.floor is not None):
+        # a copy skips what the destination holds; a move completes what a dead attempt copied above its claim
+        above = 0 if readonly else standing.floor or 0
+        done_before = _copied_before(client, source, present, target.destination, above, readonly)
+    to_do = left_out(present, set(done_before))
+    new_uids = _run(client, target, to_do) if to_do else {}
+    if done_before and not readonly:
+        expunge_exactly(client, compress(done_before))
+        return ChangeReport(present, missing, new_uids, target.destination_uidvalidity)
+    return ChangeReport(to_do, missing, new_uids, target.destination_uidvalidity, done_before)
+
+
+def all_copied_already(client: IMAPClient, target: PlannedMessageChange) -> bool:
+    """Whether `target` is a copy whose every message the destination already holds: nothing to ask about."""
+    if target.operation != "copy":
+        return False
+    source = MessageSelection(target.source, target.source_uidvalidity, target.uids)
+    copied = _copied_before(client, source, target.uids, target.destination or "", 0, readonly=True)
+    return len(copied) == len(target.uids)
 
 
 def _copied_before(
-    client: IMAPClient, source: MessageSelection, uids: tuple[int, ...], destination: str
+    client: IMAPClient, source: MessageSelection, uids: tuple[int, ...], destination: str, above: int, readonly: bool
 ) -> tuple[int, ...]:
-    """Those of `uids` whose Message-ID `destination` holds; the source is selected again afterwards."""
-    found = already_copied(client, uids, destination)
-    open_source(client, source, readonly=True)
+    """Those of `uids` whose Message-ID `destination` holds above UID `above`; the source is selected again."""
+    found = already_copied(client, uids, destination, above)
+    open_source(client, source, readonly=readonly)
     return tuple(sorted(found))
 
 
@@ -266,7 +314,7 @@ def _run(client: IMAPClient, target: PlannedMessageChange, uids: tuple[int, ...]
     uid_set = compress(uids)
     _take_copyuid(client)
     if target.operation == "delete_permanently":
-        _expunge_exactly(client, uid_set)
+        expunge_exactly(client, uid_set)
         return {}
     assert target.destination is not None
     if target.operation == "copy":
@@ -275,13 +323,8 @@ def _run(client: IMAPClient, target: PlannedMessageChange, uids: tuple[int, ...]
         client.move(uid_set, target.destination)
     else:
         client.copy(uid_set, target.destination)
-        _expunge_exactly(client, uid_set)
+        expunge_exactly(client, uid_set)
     return _take_copyuid(client)
-
-
-def _expunge_exactly(client: IMAPClient, uid_set: str) -> None:
-    client.add_flags(uid_set, [DELETED], silent=True)
-    client.uid_expunge(uid_set)
 
 
 def _take_copyuid(client: IMAPClient) -> dict[int, int]:

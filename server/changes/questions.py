@@ -3,14 +3,14 @@
 They hold counts, UIDs, mailbox names and the account, never a subject or a body (those are
 written by whoever sent the mail, and a dialog must not become their voice). They say which
 values the caller supplied (mailbox names, UIDs) and which the IMAP server did (the Trash
-mailbox, message counts), and what the change does to the mailbox.
+mailbox, message counts), and what the change does to the mailbox. Every name goes through
+`protocol.texts.shown`, so none can add a line, hide text or reorder it.
 """
 
 from __future__ import annotations
 
-import json
-
 from imap_mcp.protocol import ApprovalRequest
+from imap_mcp.protocol.texts import shown, word
 from imap_mcp.server.changes.folders import PlannedFolderChange
 from imap_mcp.server.changes.messages import PlannedMessageChange
 from imap_mcp.server.imap.uid_sets import compress
@@ -18,11 +18,6 @@ from imap_mcp.server.imap.uid_sets import compress
 SHOWN_UIDS_MAX = 200
 CALLER = "the AI assistant's request"
 NOT_SHOWN = "Subjects and contents are not shown."
-
-
-def quoted(name: str) -> str:
-    """A mailbox name as a JSON string: control characters escaped, so a name cannot forge lines."""
-    return json.dumps(name, ensure_ascii=False)
 
 
 def shown_uids(uids: tuple[int, ...]) -> str:
@@ -76,8 +71,8 @@ def message_change_request(tool: str, plan: PlannedMessageChange) -> ApprovalReq
     question, effect = _MESSAGE_CHANGES[plan.operation]
     values = {
         "n": messages(len(plan.uids)),
-        "src": quoted(plan.source),
-        "dst": quoted(plan.destination or ""),
+        "src": shown(plan.source),
+        "dst": shown(plan.destination or ""),
     }
     uid_line = f"UIDs in {values['src']} (UIDVALIDITY {plan.source_uidvalidity}): {shown_uids(plan.uids)}"
     text = "\n".join(
@@ -85,7 +80,7 @@ def message_change_request(tool: str, plan: PlannedMessageChange) -> ApprovalReq
             question.format(**values),
             uid_line,
             effect.format(**values),
-            f"Account: {plan.account}",
+            f"Account: {word(plan.account)}",
             _message_provenance(plan.operation, values["dst"]),
         ]
     )
@@ -96,13 +91,14 @@ def message_change_request(tool: str, plan: PlannedMessageChange) -> ApprovalReq
 
 
 def delete_mailbox_request(tool: str, plan: PlannedFolderChange) -> ApprovalRequest:
-    name = quoted(plan.mailbox)
+    name = shown(plan.mailbox)
     held = messages(plan.messages or 0)
     text = "\n".join(
         [
             f"Delete the mailbox {name} and the {held} in it?",
             "This cannot be undone: the mailbox and every message in it are gone for good.",
-            f"Account: {plan.account}",
+            "Mail delivered into it while it is being deleted is deleted with it (IMAP cannot prevent that).",
+            f"Account: {word(plan.account)}",
             provenance("the mailbox name", "the message count"),
         ]
     )
@@ -110,5 +106,5 @@ def delete_mailbox_request(tool: str, plan: PlannedFolderChange) -> ApprovalRequ
 
 
 def rename_mailbox_request(tool: str, plan: PlannedFolderChange) -> ApprovalRequest:
-    summary = f"rename mailbox {quoted(plan.mailbox)} to {quoted(plan.new_name or '')}"
+    summary = f"rename mailbox {shown(plan.mailbox)} to {shown(plan.new_name or '')}"
     return ApprovalRequest(tool=tool, target=plan.target, question=summary, summary=summary, dialog=False)

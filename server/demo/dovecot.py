@@ -92,7 +92,7 @@ def free_port() -> int:
 
 
 def write_self_signed_cert(cert_path: Path, key_path: Path) -> None:
-    """An EC P-256 certificate for localhost and 127.0.0.1, valid for a week."""
+    """An EC P-256 certificate for localhost and 127.0.0.1, valid for a week; its key readable by its owner only."""
     import ipaddress
 
     key = ec.generate_private_key(ec.SECP256R1())
@@ -113,9 +113,12 @@ def write_self_signed_cert(cert_path: Path, key_path: Path) -> None:
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
         .sign(key, hashes.SHA256())
     )
-    key_path.write_bytes(
-        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    private = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     )
+    # readable by its owner only, from the first byte (not written world-readable, then narrowed)
+    with os.fdopen(os.open(key_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as out:
+        out.write(private)
     cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
 
 

@@ -128,7 +128,7 @@ def fetch(client: IMAPClient, uids: Sequence[int] | str, items: Sequence[str]) -
     uid_set = uids if isinstance(uids, str) else compress(uids)
     wanted = None if isinstance(uids, str) else set(uids)
     found: dict[int, FetchData] = {}
-    first_key = items[0].split("<")[0].replace(".PEEK", "").encode()
+    first_key = _answer_prefix(items[0])
     for piece in split_uid_set(uid_set):
         unread_numbers: dict[int, str] = {}
         for uid, values in _by_uid(_fetched(client, True, piece, items), unread_numbers):
@@ -142,6 +142,13 @@ def fetch(client: IMAPClient, uids: Sequence[int] | str, items: Sequence[str]) -
         for uid, values in found.items()
         if UNREADABLE in values or any(k.startswith(first_key) for k in values)
     }
+
+
+def _answer_prefix(item: str) -> bytes:
+    """How every server's answer to the FETCH item `item` begins: `BODY.PEEK[HEADER.FIELDS (X)]<0.9>` is
+    answered as `BODY[HEADER.FIELDS (X)]` by Dovecot but `BODY[HEADER.FIELDS ("X")]` by Courier, so only
+    `BODY[HEADER.FIELDS` is compared (no partial range, no field list)."""
+    return item.replace(".PEEK", "").split("<")[0].split(" ")[0].encode()
 
 
 def _fetched(client: IMAPClient, by_uid: bool, message_set: str, items: Sequence[str]) -> list[Any]:

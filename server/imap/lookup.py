@@ -46,12 +46,10 @@ def resolve_selections(
     if ids and (mailbox is not None or uids):
         raise InvalidMessageId("Give either message ids or the deprecated mailbox + uid, not both.")
     if ids:
-        groups: dict[tuple[str, int], list[int]] = {}
+        groups: dict[tuple[str, int], dict[int, None]] = {}  # dicts as ordered sets: linear in the ids
         for raw in ids:
             ref = decode_id(raw)
-            uid_list = groups.setdefault((ref.mailbox, ref.uidvalidity), [])
-            if ref.uid not in uid_list:
-                uid_list.append(ref.uid)
+            groups.setdefault((ref.mailbox, ref.uidvalidity), {})[ref.uid] = None
         return [MessageSelection(box, validity, tuple(found)) for (box, validity), found in groups.items()]
     if mailbox is None or not uids:
         raise InvalidMessageId("Give the message id a tool returned (or, deprecated, mailbox together with uid).")

@@ -39,6 +39,7 @@ from imapclient.exceptions import IMAPClientError
 from imap_mcp.server.config import ImapSettings
 from imap_mcp.server.errors import MailboxError
 from imap_mcp.server.imap.connection import abandon, close, connect
+from imap_mcp.server.imap.deadline import Deadline, watch
 from imap_mcp.server.imap.failures import LIBRARY_ERRORS, explain, server_text
 from imap_mcp.server.imap.fetch import in_step
 
@@ -151,6 +152,7 @@ class ImapPool:
             close(item.client)
         if chosen is None:
             return None
+        watch(chosen.client.socket())
         if now - chosen.since > self._check_after and chosen.examined is None:
             # an examined connection gets its NOOP from `_examined` anyway
             try:
@@ -162,6 +164,7 @@ class ImapPool:
 
     def _open(self) -> _Connection:
         client = self._connector(self.settings)
+        watch(client.socket())
         with self._lock:
             self.opened += 1
         return _Connection(client, time.monotonic())
@@ -230,6 +233,8 @@ class ImapPool:
 
         Pass `retry=False` for an operation that must not run twice (an APPEND, a send). Whatever
         imapclient, sockets or TLS raise comes out as a `MailboxError` saying what to do (`failures`).
+        The whole of it, retry included, has `settings.timeout` seconds (`imap.deadline`): past that
+        its connection is shut down and the `MailboxError` says so.
         """
         try:
             return self._run_sync(operation, retry)
@@ -237,31 +242,51 @@ class ImapPool:
             raise explain(exc, self.settings, _doing(operation)) from None
 
     def _run_sync(self, operation: Operation[T], retry: bool) -> T:
-        with self._slots:
+        with self._slots, Deadline(self.settings.timeout) as deadline:
             connection = self._take_idle()
             reused = connection is not None
-            if connection is None:
-                connection = self._open()
             try:
-                result = self._attempt(connection, operation)
+                return self._attempt_on(connection or self._open_within(deadline), operation, deadline)
             except CONNECTION_ERRORS:
-                close(connection.client)
                 if not (reused and retry):
                     raise
-                connection = self._open()
-                try:
-                    result = self._attempt(connection, operation)
-                except CONNECTION_ERRORS:
-                    close(connection.client)
-                    raise
-                except BaseException:
-                    self._give_back_if_in_step(connection)
-                    raise
-            except BaseException:
+            return self._attempt_on(self._open_within(deadline), operation, deadline)
+
+    def _open_within(self, deadline: Deadline) -> _Connection:
+        try:
+            return self._open()
+        except (MailboxError, *LIBRARY_ERRORS):
+            if deadline.expired:
+                raise self._too_slow() from None
+            raise
+
+    def _attempt_on(self, connection: _Connection, operation: Operation[T], deadline: Deadline) -> T:
+        """Run `operation` on `connection` and give it back; one lost or past the deadline is closed instead."""
+        try:
+            result = self._attempt(connection, operation)
+        except CONNECTION_ERRORS:
+            close(connection.client)
+            if deadline.expired:
+                raise self._too_slow() from None
+            raise
+        except BaseException:
+            if not deadline.expired:
                 self._give_back_if_in_step(connection)
                 raise
+            close(connection.client)
+            raise self._too_slow() from None
+        if deadline.expired:  # it finished, but its socket is shut down
+            close(connection.client)
+        else:
             self._give_back(connection)
-            return result
+        return result
+
+    def _too_slow(self) -> MailboxError:
+        return MailboxError(
+            f"The IMAP server {self.settings.host} did not complete the operation within IMAP_TIMEOUT "
+            f"({self.settings.timeout:g} s), so it was stopped and its connection closed. Try again; a repeated change "
+            "does nothing twice. If the server is just slow, raise IMAP_TIMEOUT."
+        )
 
     async def run(self, operation: Operation[T], retry: bool = True) -> T:
         """`run_sync` in a worker thread, so the event loop never waits on the network."""

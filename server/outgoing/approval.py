@@ -14,6 +14,7 @@ import hashlib
 import json
 
 from imap_mcp.protocol import ApprovalRequest
+from imap_mcp.protocol.texts import shown, word
 from imap_mcp.sealing import Scope, Target
 from imap_mcp.server.imap.message_ids import MessageRef
 from imap_mcp.server.outgoing.compose import Draft, describe_for_approval
@@ -71,7 +72,7 @@ def summary_of(draft: Draft, original: MessageRef | None) -> str:
     people = f"{count} recipient{'s' if count != 1 else ''}"
     if original is None:
         return f"send an email to {people}"
-    return f"reply to message UID {original.uid} in {original.mailbox!r}, to {people}"
+    return f"reply to message UID {original.uid} in {shown(original.mailbox)}, to {people}"
 
 
 def send_request(tool: str, account: str, draft: Draft, original: MessageRef | None = None) -> ApprovalRequest:
@@ -79,7 +80,7 @@ def send_request(tool: str, account: str, draft: Draft, original: MessageRef | N
     question = "\n".join(
         [
             describe_for_approval(draft, reply_in=original.mailbox if original else None),
-            f"Account: {account}",
+            f"Account: {word(account)}",
             NOT_SHOWN_NOTE if original is None else REPLY_NOT_SHOWN_NOTE,
         ]
     )

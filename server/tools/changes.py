@@ -9,14 +9,22 @@ from mcp.types import CallToolResult, InputRequiredResult
 from pydantic import BaseModel, Field
 
 from imap_mcp.protocol import Guard
-from imap_mcp.server.changes.messages import MessageOperation, execute_message_change, plan_message_change
+from imap_mcp.server.changes.claims import ChangeInProgress, lifetime
+from imap_mcp.server.changes.messages import (
+    MessageOperation,
+    PlannedMessageChange,
+    all_copied_already,
+    execute_message_change,
+    left_out,
+    plan_message_change,
+)
 from imap_mcp.server.changes.questions import message_change_request
 from imap_mcp.server.imap.lookup import MessageSelection
 from imap_mcp.server.imap.message_ids import MessageRef, encode_id
 from imap_mcp.server.imap.pool import ImapPool
-from imap_mcp.server.tools.changes_common import changing, log_change, one_mailbox, text_result
+from imap_mcp.server.tools.changes_common import changing, log_change, one_mailbox_off_loop, text_result
 from imap_mcp.server.tools.deprecated import DeprecatedMailbox, DeprecatedUids
-from imap_mcp.server.tools.errors import on_mailbox
+from imap_mcp.server.tools.errors import on_mailbox, refusals
 
 DELETE_TOOL = "delete_messages"
 MOVE_TOOL = "move_messages"
@@ -35,10 +43,11 @@ ConfirmToken = Annotated[
 
 
 class MessageChange(BaseModel):
-    status: Literal["done", "nothing_to_do", "confirmation_required"] = Field(
+    status: Literal["done", "nothing_to_do", "in_progress", "confirmation_required"] = Field(
         description="done: the change ran; nothing_to_do: nothing was left to change (the messages were gone "
-        "by the time it ran, or a copy found them all in the destination already); "
-        "confirmation_required: nothing ran yet, repeat the call with confirm_token."
+        "by the time it ran, or a copy found them all in the destination already); in_progress: another attempt "
+        "of this same approved change is running it right now, this call changed nothing (repeat it later to "
+        "learn the outcome); confirmation_required: nothing ran yet, repeat the call with confirm_token."
     )
     operation: MessageOperation
     mailbox: str = Field(description="The source mailbox.")
@@ -77,9 +86,11 @@ async def change_messages(
     account = pool.settings.account
     target = await on_mailbox(pool, lambda c: plan_message_change(c, account, selection, operation, destination))
     request = message_change_request(tool, target)
-    decision = await guard.approve(ctx, request, confirm_token)
     # requested UIDs that did not exist when planned: never part of the target, nor of the question
-    absent = tuple(uid for uid in selection.uids if uid not in target.uids)
+    absent = left_out(selection.uids, set(target.uids))
+    if await on_mailbox(pool, lambda c: all_copied_already(c, target)):
+        return _nothing_to_copy(request.summary, target, absent)
+    decision = await guard.approve(ctx, request, confirm_token)
     channel = decision.channel
     if channel is None:
         return decision.reply(
@@ -96,7 +107,25 @@ async def change_messages(
                 confirm_token=token,
             )
         )
-    report = await on_mailbox(pool, lambda c: execute_message_change(c, target), retry=False)
+    claim_lifetime = lifetime(pool.settings.timeout)
+    with refusals():
+        try:
+            report = await pool.run(lambda c: execute_message_change(c, target, claim_lifetime), retry=False)
+        except ChangeInProgress as exc:  # not a failure: another attempt is doing it
+            return text_result(
+                f"Nothing was changed by this call: {exc}. Repeat the call to learn the outcome.",
+                MessageChange(
+                    status="in_progress",
+                    operation=operation,
+                    mailbox=target.source,
+                    destination=target.destination,
+                    count=0,
+                    ids=[],
+                    missing_ids=[],
+                    new_ids=[],
+                    approved_by=channel.value,
+                ),
+            )
     if report.done:
         log_change(operation, target.source, report.done, channel.value, target.destination)
     outcome = MessageChange(
@@ -112,6 +141,23 @@ async def change_messages(
         approved_by=channel.value,
     )
     return text_result(_describe(request.summary, outcome), outcome)
+
+
+def _nothing_to_copy(summary: str, target: PlannedMessageChange, absent: tuple[int, ...]) -> CallToolResult:
+    """The answer, without a question, to a copy whose every message the destination already holds."""
+    outcome = MessageChange(
+        status="nothing_to_do",
+        operation=target.operation,
+        mailbox=target.source,
+        destination=target.destination,
+        count=0,
+        ids=[],
+        missing_ids=_ids(target.source, target.source_uidvalidity, absent),
+        already_present_ids=_ids(target.source, target.source_uidvalidity, target.uids),
+        new_ids=[],
+        approved_by=None,
+    )
+    return text_result(_describe(summary, outcome) + " Nobody was asked.", outcome)
 
 
 def _describe(summary: str, outcome: MessageChange) -> str:
@@ -152,7 +198,7 @@ def register(mcp: MCPServer, pool: ImapPool, guard: Guard) -> None:
         uids: DeprecatedUids = None,
     ) -> Annotated[CallToolResult, MessageChange] | InputRequiredResult:
         operation: MessageOperation = "delete_permanently" if permanent else "trash"
-        selection = one_mailbox(ids, mailbox, uids)
+        selection = await one_mailbox_off_loop(ids, mailbox, uids)
         return await change_messages(pool, guard, ctx, DELETE_TOOL, selection, operation, None, confirm_token)
 
     @guard.tool(
@@ -179,5 +225,5 @@ def register(mcp: MCPServer, pool: ImapPool, guard: Guard) -> None:
         mailbox: DeprecatedMailbox = None,
         uids: DeprecatedUids = None,
     ) -> Annotated[CallToolResult, MessageChange] | InputRequiredResult:
-        selection = one_mailbox(ids, mailbox, uids)
+        selection = await one_mailbox_off_loop(ids, mailbox, uids)
         return await change_messages(pool, guard, ctx, MOVE_TOOL, selection, mode, destination, confirm_token)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from anyio import to_thread
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel
@@ -23,6 +24,13 @@ def changing(title: str, *, destructive: bool, idempotent: bool) -> ToolAnnotati
         idempotent_hint=idempotent,
         open_world_hint=True,
     )
+
+
+async def one_mailbox_off_loop(
+    ids: Sequence[str] | None, mailbox: str | None = None, uids: Sequence[int] | None = None
+) -> MessageSelection:
+    """`one_mailbox` in a worker thread: decoding up to 50,000 ids takes long enough to stall other calls."""
+    return await to_thread.run_sync(one_mailbox, ids, mailbox, uids)
 
 
 def one_mailbox(

@@ -12,7 +12,7 @@ from pydantic import AfterValidator, BaseModel, Field
 from imap_mcp.server.changes.flags_drafts import append_draft, draft_message, set_flags
 from imap_mcp.server.imap.message_ids import MessageRef, encode_id
 from imap_mcp.server.imap.pool import ImapPool
-from imap_mcp.server.tools.changes_common import changing, log_change, one_mailbox
+from imap_mcp.server.tools.changes_common import changing, log_change, one_mailbox_off_loop
 from imap_mcp.server.tools.deprecated import DeprecatedMailbox, DeprecatedUids
 from imap_mcp.server.tools.errors import on_mailbox, refusals
 
@@ -70,7 +70,7 @@ def register(mcp: MCPServer, pool: ImapPool) -> None:
     ) -> FlagsChanged:
         if not add and not remove:
             raise ToolError("Give at least one flag in add or remove.")
-        messages = one_mailbox(ids, mailbox, uids)
+        messages = await one_mailbox_off_loop(ids, mailbox, uids)
         report = await on_mailbox(pool, lambda c: set_flags(c, messages, add, remove))
         if report.done:
             log_change(f"set_flags +{add} -{remove}", messages.mailbox, report.done)

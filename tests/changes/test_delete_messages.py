@@ -68,11 +68,11 @@ async def test_the_dialog_shows_counts_uids_and_names_but_no_subject_or_body(
 ) -> None:
     person = Person(action="decline")
     ids = message_ids(account, "INBOX")
-    result = await call(account, tool, {"ids": ids[:3], **args}, person)
+    result = await call(account, tool, account.on_server({"ids": ids[:3], **args}), person)
     assert result.is_error and "declined" in result.content[0].text  # type: ignore[union-attr]
     (shown,) = person.shown
     caller = "Supplied by the caller (the AI assistant's request): the "
-    for phrase in [*expected, "UIDVALIDITY", ": 1:3", caller, account.username]:
+    for phrase in [*map(account.quoted, expected), "UIDVALIDITY", ": 1:3", caller, account.username]:
         assert phrase in shown, (phrase, shown)
     for secret in words_of_inbox_mail():
         assert secret not in shown
@@ -81,20 +81,30 @@ async def test_the_dialog_shows_counts_uids_and_names_but_no_subject_or_body(
 
 async def test_the_dialog_for_deleting_a_mailbox_shows_its_name_and_message_count(account: Account) -> None:
     person = Person(action="cancel")
-    result = await call(account, "manage_mailbox", {"action": "delete", "mailbox": "Archive"}, person)
+    result = await call(
+        account, "manage_mailbox", account.on_server({"action": "delete", "mailbox": "Archive"}), person
+    )
     assert "closed the dialog without approving" in error_text(result)
     (shown,) = person.shown
-    assert 'Delete the mailbox "Archive" and the 1 message in it?' in shown and "cannot be undone" in shown
+    assert account.quoted('Delete the mailbox "Archive" and the 1 message in it?') in shown
+    assert "cannot be undone" in shown
     assert "Supplied by the caller (the AI assistant's request): the mailbox name." in shown
     assert "From the IMAP server: the message count." in shown
     assert "Old travel plans" not in shown and "kept for reference" not in shown
+
+
+async def test_the_dialog_for_deleting_a_mailbox_says_mail_arriving_meanwhile_goes_too(account: Account) -> None:
+    """IMAP cannot stop delivery between the last check and DELETE: the person is told, not promised otherwise."""
+    person = Person(action="cancel")
+    await call(account, "manage_mailbox", account.on_server({"action": "delete", "mailbox": "Archive"}), person)
+    assert "Mail delivered into it while it is being deleted is deleted with it" in person.shown[0]
 
 
 async def test_trash_delete_moves_to_trash_and_returns_the_new_ids(account: Account) -> None:
     ids = message_ids(account, "INBOX")
     result = await call(account, "delete_messages", {"ids": ids[:2]}, Person())
     content = result.structured_content
-    assert content["status"] == "done" and content["destination"] == "Trash"  # type: ignore[index]
+    assert content["status"] == "done" and content["destination"] == account.mailbox("Trash")  # type: ignore[index]
     assert content["new_ids"] == message_ids(account, "Trash")  # type: ignore[index]
     assert message_ids(account, "INBOX") == ids[2:]
 
@@ -146,15 +156,15 @@ async def test_a_trash_delete_without_a_trash_mailbox_is_refused_not_made_perman
 async def test_deleting_from_trash_without_permanent_is_refused(account: Account) -> None:
     trashed = await call(account, "delete_messages", {"ids": message_ids(account, "INBOX")[:1]}, Person())
     again = await call(account, "delete_messages", {"ids": trashed.structured_content["new_ids"]}, Person())  # type: ignore[index]
-    assert again.is_error and "already in 'Trash'" in again.content[0].text  # type: ignore[union-attr]
+    assert again.is_error and account.quoted("already in 'Trash'") in again.content[0].text  # type: ignore[union-attr]
 
 
 async def test_a_stale_id_is_refused_before_anyone_is_asked(account: Account) -> None:
     ids = message_ids(account, "Archive")
     direct = account.imap()
-    direct.delete_folder("Archive")
-    direct.create_folder("Archive")
-    direct.append("Archive", b"Subject: new\r\n\r\nnew\r\n")
+    direct.delete_folder(account.mailbox("Archive"))
+    direct.create_folder(account.mailbox("Archive"))
+    direct.append(account.mailbox("Archive"), b"Subject: new\r\n\r\nnew\r\n")
     direct.logout()
     person = Person()
     result = await call(account, "delete_messages", {"ids": ids, "permanent": True}, person)
@@ -166,3 +176,19 @@ async def test_ids_of_two_mailboxes_are_refused(account: Account) -> None:
     ids = message_ids(account, "INBOX")[:1] + message_ids(account, "Archive")
     result = await call(account, "delete_messages", {"ids": ids}, Person())
     assert result.is_error and "more than one mailbox" in result.content[0].text  # type: ignore[union-attr]
+
+
+async def test_fifty_thousand_ids_of_which_two_exist_ask_about_two_and_report_the_rest_missing(
+    account: Account,
+) -> None:
+    from imap_mcp.server.imap.message_ids import MessageRef, decode_id
+
+    existing = message_ids(account, "INBOX")[:2]
+    uidvalidity = decode_id(existing[0]).uidvalidity
+    unknown = [MessageRef("INBOX", uidvalidity, uid).id for uid in range(1_000, 50_998)]
+    person = Person()
+    result = await call(account, "delete_messages", {"ids": unknown + existing, "permanent": True}, person)
+    content = result.structured_content
+    assert len(person.shown) == 1 and "Permanently delete 2 messages" in person.shown[0]
+    assert content["count"] == 2 and content["ids"] == existing  # type: ignore[index]
+    assert content["missing_ids"] == unknown  # type: ignore[index]

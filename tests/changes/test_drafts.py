@@ -17,7 +17,7 @@ async def test_a_draft_lands_in_drafts_flagged_draft(account: Account) -> None:
     draft_id = result.structured_content["id"]  # type: ignore[index]
     assert draft_id == message_ids(account, "Drafts")[-1]
     direct = account.imap()
-    direct.select_folder("Drafts", readonly=True)
+    direct.select_folder(account.mailbox("Drafts"), readonly=True)
     uid = int(draft_id.rsplit(".", 1)[1])
     fetched = direct.fetch([uid], ["FLAGS", "RFC822"])[uid]
     direct.logout()

@@ -43,3 +43,15 @@ async def test_deleted_and_other_flags_are_refused(account: Account, args: dict[
         result = await client.call_tool("set_message_flags", {"ids": ids[:1], **args})
     assert result.is_error and said in result.content[0].text  # type: ignore[union-attr]
     assert b"\\Deleted" not in flags_of(account, 1)
+
+
+async def test_flags_on_many_ids_change_those_that_exist_and_report_the_rest_missing(account: Account) -> None:
+    from imap_mcp.server.imap.message_ids import MessageRef, decode_id
+
+    existing = message_ids(account, "INBOX")[:1]
+    unknown = [MessageRef("INBOX", decode_id(existing[0]).uidvalidity, uid).id for uid in range(1_000, 21_000)]
+    async with served(account) as client:
+        result = await client.call_tool("set_message_flags", {"ids": unknown + existing, "add": ["Work"]})
+    assert result.structured_content["ids"] == existing  # type: ignore[index]
+    assert result.structured_content["missing_ids"] == unknown  # type: ignore[index]
+    assert b"Work" in flags_of(account, 1)

@@ -32,46 +32,50 @@ def client_for(account: Account, person: Person | None = None) -> Client:
 async def test_create_runs_at_once_without_asking(account: Account) -> None:
     person = Person()
     async with client_for(account, person) as client:
-        result = await client.call_tool("manage_mailbox", {"action": "create", "mailbox": "Receipts/2026"})
+        args = account.on_server({"action": "create", "mailbox": "Receipts/2026"})
+        result = await client.call_tool("manage_mailbox", args)
     assert result.structured_content["approved_by"] == "not needed" and person.shown == []  # type: ignore[index]
-    assert "Receipts/2026" in names(account)
+    assert account.mailbox("Receipts/2026") in names(account)
 
 
 async def test_rename_takes_the_token_even_where_a_dialog_could_be_shown(account: Account) -> None:
     person = Person()
-    args = {"action": "rename", "mailbox": "Projects/Entwürfe", "new_name": "Projects/Drafts"}
+    args = account.on_server({"action": "rename", "mailbox": "Projects/Entwürfe", "new_name": "Projects/Drafts"})
     async with client_for(account, person) as client:
         first = await client.call_tool("manage_mailbox", args)
-        assert "Projects/Entwürfe" in names(account)
+        assert args["mailbox"] in names(account)
         token = first.structured_content["confirm_token"]  # type: ignore[index]
         done = await client.call_tool("manage_mailbox", {**args, "confirm_token": token})
     assert person.shown == [] and done.structured_content["approved_by"] == "token"  # type: ignore[index]
-    assert "Projects/Drafts" in names(account) and "Projects/Entwürfe" not in names(account)
+    assert args["new_name"] in names(account) and args["mailbox"] not in names(account)
 
 
 async def test_delete_asks_and_then_deletes(account: Account) -> None:
     person = Person()
     async with client_for(account, person) as client:
-        result = await client.call_tool("manage_mailbox", {"action": "delete", "mailbox": "Projects/Entwürfe"})
+        args = account.on_server({"action": "delete", "mailbox": "Projects/Entwürfe"})
+        result = await client.call_tool("manage_mailbox", args)
     assert result.structured_content["approved_by"] == "dialog" and len(person.shown) == 1  # type: ignore[index]
-    assert "Projects/Entwürfe" not in names(account)
+    assert account.mailbox("Projects/Entwürfe") not in names(account)
 
 
 async def test_a_parent_mailbox_can_be_deleted_once_its_children_are(account: Account) -> None:
     async with client_for(account, Person()) as client:
         for mailbox in ("Projects/Entwürfe", "Projects"):
-            result = await client.call_tool("manage_mailbox", {"action": "delete", "mailbox": mailbox})
+            result = await client.call_tool(
+                "manage_mailbox", account.on_server({"action": "delete", "mailbox": mailbox})
+            )
             assert result.structured_content["status"] == "done", result.content  # type: ignore[index]
-    assert not {"Projects", "Projects/Entwürfe"} & names(account)
+    assert not {account.mailbox("Projects"), account.mailbox("Projects/Entwürfe")} & names(account)
 
 
 async def test_mail_arriving_after_the_question_voids_the_approval(account: Account) -> None:
-    args = {"action": "delete", "mailbox": "Archive"}
+    args = account.on_server({"action": "delete", "mailbox": "Archive"})
     async with client_for(account, Person()) as client:
         asked = await client.session.call_tool("manage_mailbox", args, allow_input_required=True)
         assert isinstance(asked, InputRequiredResult)
         direct = account.imap()
-        direct.append("Archive", b"Subject: arrived later\r\n\r\nhello\r\n")
+        direct.append(account.mailbox("Archive"), b"Subject: arrived later\r\n\r\nhello\r\n")
         direct.logout()
         yes = {"approval": ElicitResult(action="accept", content={"approve": True})}
         again = await client.session.call_tool(
@@ -81,7 +85,7 @@ async def test_mail_arriving_after_the_question_voids_the_approval(account: Acco
         isinstance(again, InputRequiredResult)
         and "the 2 messages in it" in again.input_requests["approval"].params.message
     )  # type: ignore[union-attr]
-    assert "Archive" in names(account)
+    assert account.mailbox("Archive") in names(account)
 
 
 @pytest.mark.parametrize(
@@ -91,7 +95,7 @@ async def test_mail_arriving_after_the_question_voids_the_approval(account: Acco
         ({"action": "delete", "mailbox": "Nowhere"}, "does not exist"),
         (
             {"action": "delete", "mailbox": "Projects"},
-            "has 1 child mailbox(es) ('Projects/Entwürfe'); the IMAP server would keep 'Projects' as their parent",
+            "has 1 child mailbox(es) ('{Projects/Entwürfe}'); the IMAP server would keep '{Projects}' as their parent",
         ),
         ({"action": "rename", "mailbox": "Archive", "new_name": "Junk"}, "already exists"),
         ({"action": "rename", "mailbox": "Archive"}, "needs new_name"),
@@ -102,7 +106,9 @@ async def test_impossible_requests_are_refused_before_anyone_is_asked(
     account: Account, args: dict[str, Any], said: str
 ) -> None:
     person = Person()
+    said = said.replace("{Projects/Entwürfe}", account.mailbox("Projects/Entwürfe"))
+    said = said.replace("{Projects}", account.mailbox("Projects"))
     async with client_for(account, person) as client:
-        result: CallToolResult = await client.call_tool("manage_mailbox", args)
+        result: CallToolResult = await client.call_tool("manage_mailbox", account.on_server(args))
     assert result.is_error and said in result.content[0].text and person.shown == []  # type: ignore[union-attr]
-    assert names(account) >= {"Archive", "Projects", "Projects/Entwürfe"}
+    assert names(account) >= {account.mailbox(name) for name in ("Archive", "Projects", "Projects/Entwürfe")}

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.anyio
 
 async def move(account: Account, args: dict[str, Any], pool: Any = None) -> Any:
     async with served(account, pool=pool, mode="legacy", elicitation_callback=Person()) as c:
-        return await c.call_tool("move_messages", args)
+        return await c.call_tool("move_messages", account.on_server(args))
 
 
 def test_uid_sets_are_compressed_into_ranges() -> None:
@@ -36,6 +36,7 @@ async def test_a_move_returns_the_new_ids_and_leaves_the_source(account: Account
     assert message_ids(account, "INBOX") == ids[2:]
 
 
+@pytest.mark.dovecot_only(reason="the session's Dovecot has the public namespace")
 async def test_a_move_into_the_public_namespace(account: Account) -> None:
     public = f"Public/t-{uuid.uuid4().hex[:8]}"
     direct = account.imap()
@@ -119,3 +120,26 @@ async def test_a_move_to_inbox_in_another_case_names_it_inbox(account: Account) 
     result = await move(account, {"ids": archived, "destination": "inbox"})
     assert result.structured_content["destination"] == "INBOX"
     assert result.structured_content["new_ids"] == message_ids(account, "INBOX")[-1:]
+
+
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+async def test_a_copy_whose_messages_are_all_in_the_destination_is_answered_without_a_question(
+    account: Account, mode: str
+) -> None:
+    ids = message_ids(account, "INBOX")[:2]
+    args = account.on_server({"ids": ids, "destination": "Archive", "mode": "copy"})
+    first, again = Person(), Person()
+    async with served(account, mode=mode, elicitation_callback=first) as client:
+        assert (await client.call_tool("move_messages", args)).structured_content["count"] == 2  # type: ignore[index]
+    archived = message_ids(account, "Archive")
+    async with served(account, mode=mode, elicitation_callback=again) as client:
+        repeated = await client.call_tool("move_messages", args)
+    async with served(account, mode=mode) as client:  # no dialog possible: still no confirm_token to ask for
+        without_dialog = await client.call_tool("move_messages", args)
+    assert len(first.shown) == 1 and again.shown == []
+    for result in (repeated, without_dialog):
+        content = result.structured_content
+        assert not result.is_error and content["status"] == "nothing_to_do"  # type: ignore[index]
+        assert content["already_present_ids"] == ids and content["confirm_token"] is None  # type: ignore[index]
+        assert "Nobody was asked" in result.content[0].text
+    assert message_ids(account, "Archive") == archived

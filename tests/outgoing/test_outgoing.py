@@ -185,7 +185,7 @@ def test_the_question_lists_recipients_their_number_subject_and_body_length_as_t
     text = describe_for_approval(draft)
     assert "to 3 recipients" in text
     assert "To: alice@example.com" in text and "Cc: bob@example.net" in text and "Bcc: eve@example.org" in text
-    assert "Subject, as written by the assistant: 'Grüße zum Treffen'" in text
+    assert 'Subject, as written by the assistant: "Grüße zum Treffen"' in text
     assert f"Body, as written by the assistant: {len(draft.body)} characters" in text
     assert "bis Montag" not in text
 

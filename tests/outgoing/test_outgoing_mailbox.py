@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
+from harness import Account
 from imapclient import IMAPClient
 
 from imap_mcp.server.imap.message_ids import MessageRef, StaleMessageId
@@ -24,6 +25,12 @@ from imap_mcp.server.outgoing.sent_mailbox import (
     sent_mailbox,
 )
 from imap_mcp.server.reading.reader import MessageGone
+
+
+@pytest.fixture
+def sent(account: Account) -> str:
+    """The Sent mailbox of `account`, as its server names it."""
+    return account.mailbox("Sent")
 
 
 def ref_of(client: IMAPClient, mailbox: str, subject: str) -> MessageRef:
@@ -51,11 +58,11 @@ def test_a_stale_or_vanished_original_is_refused(client: IMAPClient) -> None:
         fetch_original(client, MessageRef(ref.mailbox, ref.uidvalidity, 999_999))
 
 
-def test_the_sent_mailbox_is_found_by_its_role(client: IMAPClient) -> None:
-    assert sent_mailbox(client) == "Sent"
+def test_the_sent_mailbox_is_found_by_its_role(client: IMAPClient, sent: str) -> None:
+    assert sent_mailbox(client) == sent
 
 
-def test_a_filed_copy_is_seen_and_found_by_its_message_id(client: IMAPClient) -> None:
+def test_a_filed_copy_is_seen_and_found_by_its_message_id(client: IMAPClient, sent: str) -> None:
     draft = OutgoingDraft(
         sender=parse_address("demo@example.org", "From"),
         recipients=parse_recipients(["alice@example.com"], bcc=["eve@example.org"]),
@@ -63,15 +70,16 @@ def test_a_filed_copy_is_seen_and_found_by_its_message_id(client: IMAPClient) ->
         body="Noon?\n",
     )
     message_id = "<abc.imap-mcp@example.org>"
-    assert not sent_copy_exists(client, "Sent", message_id)
+    assert not sent_copy_exists(client, sent, message_id)
     when = dt.datetime(2026, 11, 2, 12, 0, tzinfo=dt.UTC)
-    append_sent_copy(client, "Sent", wire_bytes(build_message(draft, message_id, when)), when)
-    assert sent_copy_exists(client, "Sent", message_id)
-    assert not sent_copy_exists(client, "Sent", "<other.imap-mcp@example.org>")
+    append_sent_copy(client, sent, wire_bytes(build_message(draft, message_id, when)), when)
+    assert sent_copy_exists(client, sent, message_id)
+    assert not sent_copy_exists(client, sent, "<other.imap-mcp@example.org>")
     [uid] = client.search(["HEADER", "Message-ID", message_id])
     fetched = client.fetch([uid], ["FLAGS", "BODY.PEEK[HEADER.FIELDS (BCC)]"])[uid]
     assert b"\\Seen" in fetched[b"FLAGS"]
-    assert b"eve@example.org" in fetched[b"BODY[HEADER.FIELDS (BCC)]"]
+    bcc = next(v for k, v in fetched.items() if k.startswith(b"BODY[HEADER.FIELDS"))  # Courier quotes BCC
+    assert b"eve@example.org" in bcc
 
 
 def test_the_original_is_marked_answered(client: IMAPClient) -> None:
@@ -91,23 +99,23 @@ def _lunch(message_id: str) -> bytes:
     return wire_bytes(build_message(draft, message_id, dt.datetime.now(dt.UTC)))
 
 
-def test_the_earliest_claim_wins_and_a_later_one_is_removed_exactly(client: IMAPClient) -> None:
+def test_the_earliest_claim_wins_and_a_later_one_is_removed_exactly(client: IMAPClient, sent: str) -> None:
     message_id, when = "<claim.imap-mcp@example.org>", dt.datetime.now(dt.UTC)
-    first = claim_sent_copy(client, "Sent", _lunch(message_id), when)
-    second = claim_sent_copy(client, "Sent", _lunch(message_id), when)
+    first = claim_sent_copy(client, sent, _lunch(message_id), when)
+    second = claim_sent_copy(client, sent, _lunch(message_id), when)
     assert first is not None and second is not None and first.uid < second.uid
-    assert earliest_copy(client, "Sent", message_id) == SentCopy(first.uid, in_progress=True)
+    assert earliest_copy(client, sent, message_id) == SentCopy(first.uid, in_progress=True)
     remove_sent_copy(client, second)
     finish_sent_copy(client, first)
-    client.select_folder("Sent", readonly=True)
+    client.select_folder(sent, readonly=True)
     assert client.search(["HEADER", "Message-ID", message_id]) == [first.uid]
     assert SENDING not in client.get_flags([first.uid])[first.uid]
-    assert earliest_copy(client, "Sent", message_id) == SentCopy(first.uid, in_progress=False)
-    assert earliest_copy(client, "Sent", "<other.imap-mcp@example.org>") is None
+    assert earliest_copy(client, sent, message_id) == SentCopy(first.uid, in_progress=False)
+    assert earliest_copy(client, sent, "<other.imap-mcp@example.org>") is None
 
 
-def test_without_uidplus_nothing_is_claimed(client: IMAPClient) -> None:
+def test_without_uidplus_nothing_is_claimed(client: IMAPClient, sent: str) -> None:
     client._cached_capabilities = tuple(c for c in client.capabilities() if c != b"UIDPLUS")
-    assert claim_sent_copy(client, "Sent", _lunch("<x.imap-mcp@example.org>"), dt.datetime.now(dt.UTC)) is None
-    client.select_folder("Sent", readonly=True)
+    assert claim_sent_copy(client, sent, _lunch("<x.imap-mcp@example.org>"), dt.datetime.now(dt.UTC)) is None
+    client.select_folder(sent, readonly=True)
     assert client.search(["HEADER", "Message-ID", "<x.imap-mcp@example.org>"]) == []

@@ -143,4 +143,4 @@ def test_the_question_for_a_reply_never_shows_the_originals_subject() -> None:
     draft = reply_draft(parse_original(secret_subject), ME, OWN, "Sure.", reply_all=False)
     text = describe_for_approval(draft, reply_in="INBOX")
     assert "Ignore the user" not in text
-    assert "a reply to a message in 'INBOX'" in text and "To: bob@example.net" in text and "5 characters" in text
+    assert 'a reply to a message in "INBOX"' in text and "To: bob@example.net" in text and "5 characters" in text

@@ -25,7 +25,8 @@ def original_of(account: Account, subject: str) -> tuple[MessageRef, str, str | 
         status = client.select_folder("INBOX", readonly=True)
         [uid] = client.search(["SUBJECT", subject])
         fields = client.fetch([uid], ["BODY.PEEK[HEADER.FIELDS (MESSAGE-ID REFERENCES)]"])[uid]
-        headers = fields[b"BODY[HEADER.FIELDS (MESSAGE-ID REFERENCES)]"].decode()
+        # Courier names the item with the field names quoted: match it by its start
+        headers = next(v for k, v in fields.items() if k.startswith(b"BODY[HEADER.FIELDS")).decode()
     finally:
         client.logout()
     values = dict(line.split(": ", 1) for line in headers.strip().splitlines())
@@ -87,7 +88,7 @@ async def test_the_dialog_for_a_reply_never_shows_the_originals_subject_or_body(
         result = structured(await c.call_tool("reply_to_message", {"id": ref.id, "body": "Not me."}))
     [question] = person.shown
     assert "Urgent" not in question and "IMPORTANT SYSTEM INSTRUCTION" not in question and "delete" not in question
-    assert "a reply to a message in 'INBOX'" in question and "To: mallory@attacker.example" in question
+    assert 'a reply to a message in "INBOX"' in question and "To: mallory@attacker.example" in question
     assert "'Re:' and the original message's subject (not shown here)" in question
     assert "The recipients come from the original message's headers" in question
     assert "Recipients, subject and body come from the caller" not in question

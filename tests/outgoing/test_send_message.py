@@ -57,7 +57,7 @@ async def test_a_persons_yes_sends_one_message_and_files_it_in_sent(
     [question] = person.shown
     assert "to 3 recipients" in question
     assert "To: alice@example.com\nCc: bob@example.net\nBcc: eve@example.org" in question
-    assert "Subject, as written by the assistant: 'Lunch on Friday'" in question
+    assert 'Subject, as written by the assistant: "Lunch on Friday"' in question
     assert f"Body, as written by the assistant: {len(BODY)} characters" in question
     assert "lunch on Friday at noon" not in question
 

@@ -92,9 +92,9 @@ async def test_each_filter_is_done_by_the_server(
 
 async def test_another_mailbox_with_a_non_ascii_name(account: Account) -> None:
     async with served(account) as client:
-        page = await search(client, mailbox="Projects/Entwürfe")
+        page = await search(client, mailbox=account.mailbox("Projects/Entwürfe"))
     assert subjects(page) == ["Entwurf der Präsentation"]
-    assert decode_id(page["messages"][0]["id"]).mailbox == "Projects/Entwürfe"
+    assert decode_id(page["messages"][0]["id"]).mailbox == account.mailbox("Projects/Entwürfe")
 
 
 async def test_pages_have_no_gaps_or_duplicates_and_a_stable_total(account: Account) -> None:

@@ -29,6 +29,7 @@ def page(client: IMAPClient, cache: OrderCache, **query: object) -> tuple[int, l
     return result.total, [m.uid for m in result.messages]
 
 
+@pytest.mark.servers("dovecot", "cyrus", reason="an order is kept only where CONDSTORE shows no flag changed")
 def test_an_unchanged_mailbox_reuses_the_order(account: Account, client: IMAPClient) -> None:
     cache = OrderCache()
     first = page(client, cache)

@@ -92,13 +92,13 @@ def account_with_ties(server: Dovecot) -> Account:
 
 
 async def test_equal_dates_page_alike_with_and_without_sort(dovecot: Dovecot, limited_dovecot: Dovecot) -> None:
-    """RFC 5256: REVERSE reverses the key only; messages with equal dates stay in mailbox (UID) order."""
+    """Newest first: among equal INTERNALDATEs the later arrival (higher UID) first, with SORT and without."""
     orders = []
     for server in (dovecot, limited_dovecot):
         async with served(account_with_ties(server).settings()) as client:
             pages = [await search(client, offset=offset, limit=2) for offset in (0, 2)]
         orders.append([m["subject"] for p in pages for m in p["messages"]])
-    assert orders[0] == orders[1] == ["tie 0", "tie 1", "tie 2", "older"]
+    assert orders[0] == orders[1] == ["tie 2", "tie 1", "tie 0", "older"]
 
 
 async def test_search_values_with_imap_syntax_are_strings_here_too(limited_account: Account) -> None:
