@@ -14,6 +14,7 @@ from imapclient.exceptions import IMAPClientError, LoginError
 from imap_mcp.server.config import ImapSettings
 from imap_mcp.server.errors import MailboxError
 from imap_mcp.server.imap.deadline import watch
+from imap_mcp.server.imap.fetch import read_lines_boundedly
 from imap_mcp.server.oauth.errors import OAuthError
 from imap_mcp.server.oauth.sasl import imap_login
 from imap_mcp.server.tls import tls_context
@@ -72,6 +73,7 @@ def connect(settings: ImapSettings) -> IMAPClient:
             f"Cannot reach the IMAP server {_where(settings)}: {exc.strerror or exc}; check IMAP_HOST and "
             "IMAP_PORT, and that the server is running."
         ) from None
+    read_lines_boundedly(client)
     try:
         if settings.tls == "starttls":
             client.starttls(tls_context(settings.ca_file))
@@ -109,6 +111,11 @@ def _log_in(client: IMAPClient, settings: ImapSettings) -> None:
 def _close_quietly(client: IMAPClient) -> None:
     with contextlib.suppress(Exception):  # already broken: nothing more to release
         client.shutdown()
+
+
+def abandon(client: IMAPClient) -> None:
+    """Close a connection that is out of step without a word: a LOGOUT would first read the stale answer."""
+    _close_quietly(client)
 
 
 def close(client: IMAPClient) -> None:

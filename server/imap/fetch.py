@@ -3,12 +3,16 @@
 - `fetch` sends UIDs as a compressed set (`uid_sets.compress`), split so that no command line
   nears the server's limit (64 KB on Dovecot). It also takes a set as the server gave it,
   which imapclient 4.1's own `fetch` cannot: it filters the answer with `int()` on the set.
+  A message whose response was too long to read (see `long_lines`) or could not be parsed comes
+  back as `{UNREADABLE: reason}` instead of failing the whole command.
 - `esearch_all` asks for the matching UIDs as one compact set (RFC 4731 ESEARCH).
 - `raw_untagged` sends a command imapclient has no method for (SORT, SEARCH with our own syntax).
 - `take_response_codes` reads and clears the response codes imaplib kept (COPYUID after MOVE).
 - `add_flags_unless_changed` is a conditional STORE (RFC 7162 UNCHANGEDSINCE), which imapclient lacks.
 - `authenticate` runs AUTHENTICATE with a callback that answers each server challenge in turn
   (imapclient's own OAuth logins resend the token where RFC 7628 wants an ending answer).
+- `read_lines_boundedly` makes a new connection skip overlong FETCH responses (`long_lines`);
+  `in_step` says whether a command was left unfinished on a connection (then it must be closed).
 
 This module is the one place that reaches into imapclient's private API (`_imap`, the imaplib
 connection, `_raw_command_untagged`, `_checkok`), the way imapclient's own methods do; an
@@ -17,18 +21,25 @@ imapclient upgrade is checked here.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from imapclient import IMAPClient
+from imapclient.exceptions import ProtocolError
 from imapclient.response_parser import parse_fetch_response
 
+from imap_mcp.server.imap.long_lines import MAX_LINE, OVERSIZED, bound_lines
 from imap_mcp.server.imap.uid_sets import compress, expand
 
 #: keep each command line well under Dovecot's 64 KB limit
 MAX_SET_CHARS = 16_000
 
 FetchData = dict[bytes, Any]
+#: the key of a message whose FETCH response could not be read; its value says why
+UNREADABLE = b"X-IMAP-MCP-UNREADABLE"
+TOO_LONG = f"one IMAP response for it was over {MAX_LINE} bytes (e.g. tens of thousands of addresses or parts)"
+NOT_UNDERSTOOD = "the IMAP server's response for it could not be parsed"
 
 
 def split_uid_set(uid_set: str, max_chars: int = MAX_SET_CHARS) -> Iterator[str]:
@@ -64,14 +75,48 @@ def _responses(data: list[Any]) -> Iterator[list[Any]]:
         yield response
 
 
-def _by_uid(data: list[Any]) -> Iterator[tuple[int, FetchData]]:
-    """(UID, values) of each FETCH response; one without a UID names only a sequence number and is dropped."""
+_SKIPPED_HEAD = re.compile(rb"(\d+) \((?:UID (\d+)[ )])?")
+
+
+def _head(response: list[Any]) -> tuple[int, int | None] | None:
+    """(message number, UID when the server sent it first) of a FETCH response, read from its first bytes."""
+    first = response[0]
+    head = _SKIPPED_HEAD.match(first[0] if isinstance(first, tuple) else first)
+    if head is None:
+        return None
+    return int(head.group(1)), int(head.group(2)) if head.group(2) else None
+
+
+def _parsed(response: list[Any]) -> tuple[int | None, FetchData]:
+    """(UID, values) of one FETCH response; `{UNREADABLE: reason}` when it was skipped or cannot be parsed."""
+    last = response[-1]
+    if isinstance(last, bytes) and last.endswith(OVERSIZED):
+        return None, {UNREADABLE: TOO_LONG}
+    try:
+        parsed = parse_fetch_response(response, normalise_times=False, uid_is_key=False)
+    except (ProtocolError, ValueError, TypeError, IndexError):  # what imapclient raises on what it cannot read
+        return None, {UNREADABLE: NOT_UNDERSTOOD}
+    values: FetchData = next(iter(parsed.values()), {})
+    uid = values.pop(b"UID", None)
+    values.pop(b"SEQ", None)
+    return (uid if isinstance(uid, int) else None), values
+
+
+def _by_uid(data: list[Any], unread_numbers: dict[int, str]) -> Iterator[tuple[int, FetchData]]:
+    """(UID, values) of each FETCH response; one without a UID names only a sequence number and is dropped.
+
+    A response that could not be read gives `{UNREADABLE: reason}`; when its UID is not known, its
+    message number (and the reason) goes into `unread_numbers` instead.
+    """
     for response in _responses(data):
-        for values in parse_fetch_response(response, normalise_times=False, uid_is_key=False).values():
-            uid = values.pop(b"UID", None)
-            values.pop(b"SEQ", None)
-            if isinstance(uid, int):
-                yield uid, values
+        uid, values = _parsed(response)
+        if uid is None and UNREADABLE in values:
+            head = _head(response)
+            uid = head[1] if head else None
+            if uid is None and head is not None:
+                unread_numbers[head[0]] = values[UNREADABLE]
+        if uid is not None:
+            yield uid, values
 
 
 def fetch(client: IMAPClient, uids: Sequence[int] | str, items: Sequence[str]) -> dict[int, FetchData]:
@@ -84,17 +129,45 @@ def fetch(client: IMAPClient, uids: Sequence[int] | str, items: Sequence[str]) -
     uid_set = uids if isinstance(uids, str) else compress(uids)
     wanted = None if isinstance(uids, str) else set(uids)
     found: dict[int, FetchData] = {}
-    # the section's name only: servers spell its field list differently (Courier quotes it: ("MESSAGE-ID"))
-    first_key = items[0].split("<")[0].split(" ")[0].replace(".PEEK", "").encode()
+    first_key = _answer_prefix(items[0])
     for piece in split_uid_set(uid_set):
-        tag = client._imap._command("UID", "FETCH", piece, "(" + " ".join(items) + ")")
-        typ, data = client._imap._command_complete("FETCH", tag)
-        client._checkok("fetch", typ, data)
-        typ, data = client._imap._untagged_response(typ, data, "FETCH")
-        for uid, values in _by_uid(data):
+        unread_numbers: dict[int, str] = {}
+        for uid, values in _by_uid(_fetched(client, True, piece, items), unread_numbers):
             if wanted is None or uid in wanted:
                 found.setdefault(uid, {}).update(values)
-    return {uid: values for uid, values in found.items() if any(k.startswith(first_key) for k in values)}
+        for uid, reason in _uids_of_numbers(client, unread_numbers).items():
+            if wanted is None or uid in wanted:
+                found.setdefault(uid, {})[UNREADABLE] = reason
+    return {
+        uid: values
+        for uid, values in found.items()
+        if UNREADABLE in values or any(k.startswith(first_key) for k in values)
+    }
+
+
+def _answer_prefix(item: str) -> bytes:
+    """How every server's answer to the FETCH item `item` begins: `BODY.PEEK[HEADER.FIELDS (X)]<0.9>` is
+    answered as `BODY[HEADER.FIELDS (X)]` by Dovecot but `BODY[HEADER.FIELDS ("X")]` by Courier, so only
+    `BODY[HEADER.FIELDS` is compared (no partial range, no field list)."""
+    return item.replace(".PEEK", "").split("<")[0].split(" ")[0].encode()
+
+
+def _fetched(client: IMAPClient, by_uid: bool, message_set: str, items: Sequence[str]) -> list[Any]:
+    """The untagged data of one `UID FETCH` (or, with `by_uid=False`, `FETCH` by message number)."""
+    command = ("UID", "FETCH") if by_uid else ("FETCH",)
+    tag = client._imap._command(*command, message_set, "(" + " ".join(items) + ")")
+    typ, data = client._imap._command_complete("FETCH", tag)
+    client._checkok("fetch", typ, data)
+    return list(client._imap._untagged_response(typ, data, "FETCH")[1])
+
+
+def _uids_of_numbers(client: IMAPClient, unread_numbers: dict[int, str]) -> dict[int, str]:
+    """`unread_numbers` keyed by UID instead of message number (for a server that did not send the UID first)."""
+    if not unread_numbers:
+        return {}
+    data = _fetched(client, False, compress(unread_numbers), ["UID"])
+    found = parse_fetch_response(data, normalise_times=False, uid_is_key=False)
+    return {values[b"UID"]: unread_numbers[number] for number, values in found.items() if number in unread_numbers}
 
 
 def esearch_all(client: IMAPClient, criteria: list[bytes]) -> str:
@@ -137,3 +210,18 @@ def add_flags_unless_changed(client: IMAPClient, uid_set: str, modseq: int, flag
 def authenticate(client: IMAPClient, mechanism: str, answer: Callable[[bytes], str]) -> None:
     """SASL AUTHENTICATE; `answer(challenge)` gives each client response. A refusal raises IMAPClientError."""
     client._command_and_check("authenticate", mechanism, answer)
+
+
+def read_lines_boundedly(client: IMAPClient) -> None:
+    """Make `client` skip a FETCH response with a line over imaplib's limit instead of failing mid-response."""
+    bound_lines(client._imap)
+
+
+def in_step(client: IMAPClient) -> bool:
+    """True when no command is left unfinished on `client`: the next response is an answer to the next command.
+
+    A command interrupted by a protocol error (an overlong or malformed response, a timeout) leaves
+    its tag waiting, and whatever the server still sends for it would be read as the answer to the
+    next command: such a connection must be closed, never reused.
+    """
+    return not client._imap.tagged_commands

@@ -43,13 +43,17 @@ def encode_id(ref: MessageRef) -> str:
 
 
 def _number(text: str, what: str, raw: str) -> int:
-    if not text.isdigit() or not 1 <= int(text) <= MAX_UID:
+    # ASCII digits only: isdigit() also takes superscripts (int() refuses) and other scripts' digits (int() reads)
+    if not (text.isascii() and text.isdigit()) or not 1 <= int(text) <= MAX_UID:
         raise InvalidMessageId(f"{raw!r} is not a message id: its {what} is not a number from 1 to {MAX_UID}.")
     return int(text)
 
 
 def decode_id(raw: str) -> MessageRef:
-    """The message an id names, or `InvalidMessageId` saying what is wrong with it."""
+    """The message an id names, or `InvalidMessageId` saying what is wrong with it.
+
+    Every message has exactly one id: any other spelling of it is refused, never taken as an alias.
+    """
     if not isinstance(raw, str) or not raw.startswith(PREFIX):
         raise InvalidMessageId(f"{raw!r} is not a message id: ids start with {PREFIX!r}; use one returned by a tool.")
     parts = raw[len(PREFIX) :].split(".")
@@ -62,7 +66,10 @@ def decode_id(raw: str) -> MessageRef:
         raise InvalidMessageId(f"{raw!r} is not a message id: its mailbox part is damaged.") from None
     if not mailbox:
         raise InvalidMessageId(f"{raw!r} is not a message id: it names no mailbox.")
-    return MessageRef(mailbox, _number(uidvalidity, "UIDVALIDITY", raw), _number(uid, "UID", raw))
+    ref = MessageRef(mailbox, _number(uidvalidity, "UIDVALIDITY", raw), _number(uid, "UID", raw))
+    if ref.id != raw:  # leading zeros, base64 padding or unused bits: another spelling of some id
+        raise InvalidMessageId(f"{raw!r} is not a message id as a tool returns it; pass the id exactly as returned.")
+    return ref
 
 
 def check_uidvalidity(ref: MessageRef, current: int) -> None:

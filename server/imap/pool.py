@@ -6,7 +6,9 @@ than `idle_seconds` is closed: by a small daemon thread (the reaper, started wit
 connection, waking every `idle_seconds / 2`, gone once nothing is idle or `close_all` runs), and
 in any case before a connection would be handed out. One idle for more than `check_after`
 seconds gets a NOOP before it is handed out. An operation that fails because a reused connection had been dropped is
-run once more on a fresh one.
+run once more on a fresh one. A connection on which an operation failed with a command left
+unfinished (a protocol error: the rest of the answer would be read as the answer to the next
+command) is closed instead of going back to the pool.
 
 An `InMailbox` operation reads one mailbox. The pool EXAMINEs it (read-only, so nothing it
 does can change flags) and remembers that the connection has it examined, so the next read
@@ -36,9 +38,10 @@ from imapclient.exceptions import IMAPClientError
 
 from imap_mcp.server.config import ImapSettings
 from imap_mcp.server.errors import MailboxError
-from imap_mcp.server.imap.connection import close, connect
+from imap_mcp.server.imap.connection import abandon, close, connect
 from imap_mcp.server.imap.deadline import Deadline, watch
 from imap_mcp.server.imap.failures import LIBRARY_ERRORS, explain, server_text
+from imap_mcp.server.imap.fetch import in_step
 from imap_mcp.server.imap.uidvalidity import settle
 
 T = TypeVar("T")
@@ -187,6 +190,13 @@ class ImapPool:
             self._reaper = _Reaper(thread, stop)
         thread.start()
 
+    def _give_back_if_in_step(self, connection: _Connection) -> None:
+        """After a failed operation: back to the pool, unless a command was left unfinished (then closed)."""
+        if in_step(connection.client):
+            self._give_back(connection)
+        else:
+            abandon(connection.client)
+
     def _reap_once(self, stop: threading.Event) -> bool:
         """Close the expired idle connections; True when nothing is idle any more (the reaper may end)."""
         with self._lock:
@@ -265,7 +275,7 @@ class ImapPool:
             raise
         except BaseException:
             if not deadline.expired:
-                self._give_back(connection)
+                self._give_back_if_in_step(connection)
                 raise
             close(connection.client)
             raise self._too_slow() from None

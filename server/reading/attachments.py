@@ -24,9 +24,10 @@ from pydantic import BaseModel, Field
 from imap_mcp.server.errors import MailboxError
 from imap_mcp.server.imap.fetch import fetch
 from imap_mcp.server.imap.lookup import MessageSelection, check_selection
+from imap_mcp.server.imap.message_ids import MessageRef
 from imap_mcp.server.imap.pool import Examined
-from imap_mcp.server.reading.parts import Part, attachments, decoded_stream, parse_structure
-from imap_mcp.server.reading.reader import MessageGone
+from imap_mcp.server.reading.parts import Part, attachments, decoded_stream
+from imap_mcp.server.reading.reader import MessageGone, structure_of
 
 #: attachments returned inline by one call, decoded bytes in total
 INLINE_LIMIT_BYTES = 8 * 1024 * 1024
@@ -161,11 +162,11 @@ def chosen_parts(structure_parts: list[Part], part_ids: list[str] | None) -> lis
 def message_attachments(client: IMAPClient, examined: Examined, target: MessageSelection) -> tuple[int, list[Part]]:
     (ref,) = check_selection(target, examined.uidvalidity)
     data = fetch(client, [ref.uid], ["BODYSTRUCTURE"]).get(ref.uid)
-    if data is None or b"BODYSTRUCTURE" not in data:
+    if data is None:
         raise MessageGone(
             f"No message with UID {ref.uid} in mailbox {ref.mailbox!r}: it was deleted or moved. Search again."
         )
-    return ref.uid, attachments(parse_structure(data[b"BODYSTRUCTURE"]))
+    return ref.uid, attachments(structure_of(data, MessageRef(ref.mailbox, examined.uidvalidity, ref.uid)))
 
 
 def inline_parts(client: IMAPClient, uid: int, parts: list[Part]) -> tuple[list[tuple[Part, bytes]], list[Skipped]]:

@@ -8,12 +8,12 @@ text, and `decoded_stream` decodes a part fetched in pieces, so neither ever nee
 
 from __future__ import annotations
 
-import base64
 import binascii
 import codecs
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from email.errors import HeaderParseError
 from email.header import decode_header, make_header
 from typing import Any
 from urllib.parse import unquote_to_bytes
@@ -68,7 +68,7 @@ def decode_words(value: bytes | str | None) -> str:
         return text
     try:
         return str(make_header(decode_header(text)))
-    except (ValueError, LookupError, UnicodeDecodeError):
+    except (ValueError, LookupError, HeaderParseError):  # broken base64, unknown charsets: shown as written
         return text
 
 
@@ -195,14 +195,36 @@ def fetch_budget(part: Part, max_chars: int) -> int:
     return min(part.size, max_chars * per_char + 1024)
 
 
+def _quanta(segment: bytes, final: bool) -> tuple[bytes, bytes]:
+    """(the bytes of the whole 4-character groups of `segment`, the characters left over).
+
+    With `final`, two or three left-over characters are decoded as if padded, and a single one,
+    which carries no whole byte, is dropped.
+    """
+    usable = len(segment) - len(segment) % 4
+    decoded, rest = binascii.a2b_base64(segment[:usable]), segment[usable:]
+    if not final:
+        return decoded, rest
+    return decoded + (binascii.a2b_base64(rest + b"=" * (4 - len(rest))) if len(rest) >= 2 else b""), b""
+
+
+def _base64_decoded(data: bytes, final: bool) -> tuple[bytes, bytes]:
+    """(the bytes the base64 in `data` carries, the characters held back for the next piece).
+
+    Lenient, as mail readers are, so broken base64 never fails a read: whatever is not in the
+    alphabet is skipped (line breaks, spaces), and padding ends a run wherever it stands (as
+    when encoded pieces were glued together), even when the run before it is of the wrong length.
+    """
+    compact = re.sub(rb"[^A-Za-z0-9+/=]", b"", data)
+    *closed, still_open = compact.split(b"=")
+    decoded = b"".join(_quanta(run, final=True)[0] for run in closed)
+    last, rest = _quanta(still_open, final)
+    return decoded + last, rest
+
+
 def _undo_transfer_encoding(data: bytes, encoding: str, complete: bool) -> bytes:
     if encoding == "base64":
-        compact = re.sub(rb"[^A-Za-z0-9+/=]", b"", data)
-        usable = compact if complete else compact[: len(compact) - len(compact) % 4]
-        try:
-            return base64.b64decode(usable + b"=" * (-len(usable) % 4))
-        except binascii.Error:
-            return b""
+        return _base64_decoded(data, final=complete)[0]
     if encoding == "quoted-printable":
         if not complete:
             cut = data.rfind(b"=", max(0, len(data) - 2))
@@ -211,11 +233,24 @@ def _undo_transfer_encoding(data: bytes, encoding: str, complete: bool) -> bytes
     return data
 
 
+#: codecs Python counts as text encodings that are no charset of any mail: they raise on every input,
+#: or read escapes and Punycode (whose decoder is quadratic) instead of characters
+_NOT_CHARSETS = frozenset({"undefined", "idna", "punycode", "unicode-escape", "raw-unicode-escape"})
+
+
 def _codec(charset: str) -> str:
+    """The Python codec for a charset a message declares; "utf-8" for one that is unknown or no text encoding.
+
+    Only codecs that turn bytes into text are used: a "charset" naming base64, zlib, bz2, rot13, …
+    (codecs Python also knows, some of them decompressing) is treated as unknown, so nothing is ever
+    decompressed or reinterpreted through a charset.
+    """
     try:
-        return codecs.lookup(charset).name
-    except LookupError:
+        name = codecs.lookup(charset).name
+        b"\x00".decode(name, "ignore")  # refuses (LookupError) any codec that is not a text encoding
+    except (LookupError, ValueError):  # ValueError: a name with a NUL byte
         return "utf-8"
+    return "utf-8" if name in _NOT_CHARSETS else name
 
 
 def _guessed_text(raw: bytes, complete: bool) -> str:
@@ -247,10 +282,8 @@ def decoded_stream(chunks: Iterator[bytes], encoding: str) -> Iterator[bytes]:
     for chunk in chunks:
         pending += chunk
         if encoding == "base64":
-            compact = re.sub(rb"[^A-Za-z0-9+/=]", b"", pending)
-            usable = len(compact) - len(compact) % 4
-            yield base64.b64decode(compact[:usable])
-            pending = compact[usable:]
+            decoded, pending = _base64_decoded(pending, final=False)
+            yield decoded
         elif encoding == "quoted-printable":
             cut = pending.rfind(b"\n") + 1
             yield binascii.a2b_qp(pending[:cut])

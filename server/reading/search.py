@@ -25,7 +25,7 @@ from imapclient.imapclient import _literal
 from imapclient.response_parser import parse_message_list
 from pydantic import BaseModel, Field
 
-from imap_mcp.server.imap.fetch import FetchData, esearch_all, fetch, raw_untagged
+from imap_mcp.server.imap.fetch import UNREADABLE, FetchData, esearch_all, fetch, raw_untagged
 from imap_mcp.server.imap.message_ids import MessageRef
 from imap_mcp.server.imap.pool import Examined
 from imap_mcp.server.imap.uid_sets import expand
@@ -33,6 +33,8 @@ from imap_mcp.server.reading.parts import attachments, decode_words, parse_struc
 from imap_mcp.server.reading.search_cache import OrderCache
 
 SUMMARY_ITEMS = ("FLAGS", "INTERNALDATE", "RFC822.SIZE", "ENVELOPE", "BODYSTRUCTURE")
+#: what is fetched again for a message whose summary could not be read: short whatever the message
+BASIC_ITEMS = ("FLAGS", "INTERNALDATE", "RFC822.SIZE")
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 
 
@@ -114,6 +116,13 @@ class MessageSummary(BaseModel):
     flagged: bool
     size: int = Field(description="Size of the whole message in bytes.")
     has_attachments: bool
+    unreadable: str | None = Field(
+        default=None,
+        description=(
+            "Set when the message could not be summarised (broken or hostile mail): why. Its id, flags, date and "
+            "size are still given; sender, to and subject are then empty."
+        ),
+    )
 
     model_config = {"populate_by_name": True}
 
@@ -137,32 +146,65 @@ def _addresses(addresses: Sequence[Any] | None) -> list[str]:
     return [_address(a) for a in addresses or () if a.mailbox or a.host]
 
 
-def _summary(examined: Examined, uid: int, data: dict[bytes, Any]) -> MessageSummary:
+def _basics(examined: Examined, uid: int, data: dict[bytes, Any]) -> dict[str, Any]:
+    """What a summary says that comes from neither headers nor structure: id, flags, date, size."""
     flags = [f.decode("utf-8", "replace") if isinstance(f, bytes) else str(f) for f in data.get(b"FLAGS", ())]
     lowered = {f.lower() for f in flags}
-    envelope = data.get(b"ENVELOPE")
     received = data.get(b"INTERNALDATE")
+    size = data.get(b"RFC822.SIZE")
+    return {
+        "id": MessageRef(examined.mailbox, examined.uidvalidity, uid).id,
+        "uid": uid,
+        "mailbox": examined.mailbox,
+        "date": received.isoformat() if isinstance(received, dt.datetime) else None,
+        "flags": flags,
+        "unread": "\\seen" not in lowered,
+        "flagged": "\\flagged" in lowered,
+        "size": size if isinstance(size, int) else 0,
+    }
+
+
+def _summary(examined: Examined, uid: int, data: dict[bytes, Any]) -> MessageSummary:
+    envelope = data.get(b"ENVELOPE")
     structure = data.get(b"BODYSTRUCTURE")
     return MessageSummary(
-        id=MessageRef(examined.mailbox, examined.uidvalidity, uid).id,
-        uid=uid,
-        mailbox=examined.mailbox,
-        date=received.isoformat() if isinstance(received, dt.datetime) else None,
+        **_basics(examined, uid, data),
         sender=", ".join(_addresses(envelope.from_)) if envelope else "",
         to=_addresses(envelope.to) if envelope else [],
         subject=decode_words(envelope.subject) if envelope else "",
-        flags=flags,
-        unread="\\seen" not in lowered,
-        flagged="\\flagged" in lowered,
-        size=int(data.get(b"RFC822.SIZE", 0)),
         has_attachments=bool(structure and attachments(parse_structure(structure))),
     )
 
 
-def summaries(client: IMAPClient, examined: Examined, uids: Sequence[int]) -> list[MessageSummary]:
-    """The summaries of `uids`, in that order; a message expunged meanwhile is left out."""
-    found = fetch(client, uids, SUMMARY_ITEMS) if uids else {}
-    return [_summary(examined, uid, found[uid]) for uid in uids if uid in found]
+def _unreadable(examined: Examined, uid: int, data: dict[bytes, Any], reason: str) -> MessageSummary:
+    return MessageSummary(
+        **_basics(examined, uid, data), sender="", to=[], subject="", has_attachments=False, unreadable=reason
+    )
+
+
+def _summary_or_unreadable(examined: Examined, uid: int, data: dict[bytes, Any]) -> MessageSummary:
+    """The summary of one message; one the parsers cannot read is listed as unreadable, never fails the page."""
+    try:
+        return _summary(examined, uid, data)
+    except Exception:  # hostile mail may break any parser in a way nobody listed: it must not hide the page
+        return _unreadable(examined, uid, data, "its headers or MIME structure could not be parsed")
+
+
+def page_summaries(client: IMAPClient, examined: Examined, page: Sequence[int]) -> list[MessageSummary]:
+    """The summaries of `page`, in its order; a message whose summary cannot be fetched is listed as unreadable.
+
+    For those, only FLAGS, INTERNALDATE and RFC822.SIZE are fetched again (their response is short).
+    """
+    found = fetch(client, page, SUMMARY_ITEMS) if page else {}
+    unreadable = [uid for uid in page if UNREADABLE in found.get(uid, {})]
+    basics = fetch(client, unreadable, BASIC_ITEMS) if unreadable else {}
+    summaries: list[MessageSummary] = []
+    for uid in page:
+        if uid in unreadable and uid in basics:
+            summaries.append(_unreadable(examined, uid, basics[uid], found[uid][UNREADABLE]))
+        elif uid in found and uid not in unreadable:
+            summaries.append(_summary_or_unreadable(examined, uid, found[uid]))
+    return summaries
 
 
 def _search_command(query: SearchQuery) -> list[bytes]:
@@ -246,5 +288,8 @@ def search_page(
         ordered = cache.ordered(client, examined.mailbox, search_key, lambda: newest_first(client, query))
     page = page_of(client, ordered, query.offset, query.limit)
     return SearchPage(
-        mailbox=examined.mailbox, total=len(ordered), offset=query.offset, messages=summaries(client, examined, page)
+        mailbox=examined.mailbox,
+        total=len(ordered),
+        offset=query.offset,
+        messages=page_summaries(client, examined, page),
     )

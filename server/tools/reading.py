@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar
 from urllib.parse import quote
 
+import anyio.to_thread
 from imapclient import IMAPClient
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -32,7 +33,7 @@ from imap_mcp.server.reading.attachments import (
     message_attachments,
     write_part,
 )
-from imap_mcp.server.reading.reader import MessageContent, read_message
+from imap_mcp.server.reading.reader import MessageContent, fetch_message, message_content
 from imap_mcp.server.reading.search import SearchPage, SearchQuery, search_page
 from imap_mcp.server.reading.search_cache import OrderCache
 from imap_mcp.server.tools.annotations import read_only
@@ -197,9 +198,11 @@ def register_get_message(mcp: MCPServer, pool: ImapPool) -> None:
         uid: DeprecatedUid = None,
     ) -> MessageContent:
         target = _target(id, mailbox, uid)
-        return await read_message_of(
-            pool, target, lambda client, examined: read_message(client, examined, target, max_chars)
+        fetched = await read_message_of(
+            pool, target, lambda client, examined: fetch_message(client, examined, target, max_chars)
         )
+        # converting HTML takes time: done after the connection went back to the pool, off the event loop
+        return await anyio.to_thread.run_sync(message_content, fetched, max_chars)
 
 
 def _resource_uri(host: str, ref: MessageRef, part_id: str) -> str:
