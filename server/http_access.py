@@ -155,12 +155,7 @@ class AccessControl:
             return
         principal = self._principal(headers.get("authorization"))
         if principal is None:
-            await _respond(
-                send,
-                401,
-                _error("Missing or invalid bearer token."),
-                [(b"www-authenticate", b'Bearer realm="imap-mcp", error="invalid_token"')],
-            )
+            await respond_unauthorized(send)
             return
         session_id = headers.get("mcp-session-id")
         if session_id is not None and self._sessions.others_session(session_id, principal):
@@ -180,6 +175,16 @@ class AccessControl:
             await send(message)
 
         return recording
+
+
+async def respond_unauthorized(send: Send) -> None:
+    """401 with `WWW-Authenticate`: the request carries no valid bearer token."""
+    await _respond(
+        send,
+        401,
+        _error("Missing or invalid bearer token."),
+        [(b"www-authenticate", b'Bearer realm="imap-mcp", error="invalid_token"')],
+    )
 
 
 def _error(message: str) -> dict[str, Any]:
