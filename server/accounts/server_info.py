@@ -7,9 +7,11 @@ server cannot be reached, the rest still answers and `imap.problem` says what we
 
 from __future__ import annotations
 
+import imaplib
 from typing import Literal
 
 from imapclient import IMAPClient
+from imapclient.exceptions import IMAPClientError
 from mcp.server.mcpserver import Context
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, Field
@@ -19,7 +21,7 @@ from imap_mcp.server.accounts.loading import Account
 from imap_mcp.server.accounts.policy import SERVER_INFO_TOOL, PolicyServer
 from imap_mcp.server.imap.connection import MailboxUnavailable
 from imap_mcp.server.imap.mailboxes import list_mailboxes
-from imap_mcp.server.imap.pool import ImapPool
+from imap_mcp.server.imap.pool import CONNECTION_ERRORS, ImapPool
 from imap_mcp.server.reading.attachments import INLINE_LIMIT_BYTES
 from imap_mcp.server.tools.annotations import read_only
 from imap_mcp.server.tools.reading import DEFAULT_MAX_CHARS, DEFAULT_PAGE_SIZE, MAX_MAX_CHARS, MAX_PAGE_SIZE
@@ -128,6 +130,9 @@ async def _imap_info(pool: ImapPool) -> ImapInfo:
         capabilities, roles = await pool.run(_mailbox_facts)
     except MailboxUnavailable as exc:
         return ImapInfo(reachable=False, problem=str(exc), capabilities=[], mailboxes_by_role={})
+    except (IMAPClientError, imaplib.IMAP4.error, *CONNECTION_ERRORS) as exc:
+        problem = f"The IMAP server {pool.settings.host} did not answer as expected ({type(exc).__name__}); try again."
+        return ImapInfo(reachable=False, problem=problem, capabilities=[], mailboxes_by_role={})
     return ImapInfo(reachable=True, problem=None, capabilities=capabilities, mailboxes_by_role=roles)
 
 
