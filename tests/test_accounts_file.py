@@ -66,6 +66,7 @@ def test_secrets_come_from_files_in_the_table_and_in_the_environment(tmp_path: P
         '[accounts.bob]\nIMAP_USERNAME = "b"\n',
     )
     env = {"IMAP_HOST": "imap.example.com", "IMAP_PASSWORD_FILE": str(env_secret), "IMAP_MCP_ACCOUNTS_FILE": str(path)}
+    env["OTHER_TOOL_TOKEN_FILE"] = "/nonexistent"  # another program's setting: not ours to read
     alice, bob = load_accounts(env).accounts
     assert alice.settings.imap.password.reveal() == "from-a-file"
     assert [t.reveal() for t in alice.auth_tokens] == [TOKEN_ALICE]

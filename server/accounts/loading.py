@@ -95,7 +95,9 @@ class _Recorder(Mapping[str, str]):
 
 
 def is_secret_file_key(key: str) -> bool:
-    return key.endswith(SECRET_FILE_SUFFIX) and key[: -len(SECRET_FILE_SUFFIX)].endswith(SECRET_ENDINGS)
+    """`IMAP_PASSWORD_FILE`, `SMTP_PASSWORD_FILE`, …: a secret of ours read from a file (others' are left alone)."""
+    name = key.removesuffix(SECRET_FILE_SUFFIX)
+    return name != key and name.startswith(("IMAP_", "SMTP_")) and name.endswith(SECRET_ENDINGS)
 
 
 def exposure_warning(path: Path, what: str) -> str | None:
