@@ -7,7 +7,6 @@ from importlib.metadata import version
 from mcp.server.mcpserver import MCPServer
 
 from imap_mcp.protocol import Guard
-from imap_mcp.server.accounts import server_info
 from imap_mcp.server.accounts.loading import ENVIRONMENT_ACCOUNT, Account
 from imap_mcp.server.accounts.policy import PolicyServer, ToolPolicy
 from imap_mcp.server.config import Settings
@@ -15,7 +14,7 @@ from imap_mcp.server.guard import build_guard
 from imap_mcp.server.http_access import request_principal
 from imap_mcp.server.imap.pool import ImapPool
 from imap_mcp.server.spec_errors import StrictParams
-from imap_mcp.server.tools import changes, changes_mailbox, changes_simple, mailboxes, reading, sending
+from imap_mcp.server.tools import changes, changes_mailbox, changes_simple, mailboxes, reading, sending, server_info
 
 NAME = "imap-mcp"
 INSTRUCTIONS = (
@@ -67,7 +66,6 @@ def build_server(
         guarded.register(mcp, pool, guard)
     sending.register(mcp, pool, guard, settings.smtp)
     server_info.register(mcp, account, pool, guard)
-    guard.guarded_tools.difference_update(mcp.withheld)
     if settings.spec_fixtures:
         from imap_mcp.spec_fixtures import register as register_spec_fixtures
 

@@ -25,6 +25,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     stdio.add_argument("--account", metavar="NAME", help="the account of IMAP_MCP_ACCOUNTS_FILE to serve")
     serve = commands.add_parser("serve", help="serve Streamable HTTP at /mcp")
     demo = commands.add_parser("demo", help="start a private Dovecot with sample mail and serve it over HTTP")
+    auth = commands.add_parser(
+        "auth", help="sign in with OAuth 2.0 once and save the refresh token (IMAP_AUTH=oauth2; see README)"
+    )
+    auth.add_argument("provider", metavar="google|microsoft|TOKEN_URL", help="the provider, or its token endpoint")
+    auth.add_argument("--flow", choices=("device", "browser"), help="device code, or a browser on this machine")
+    auth.add_argument("--token-file", help="where to save it (default IMAP_OAUTH_TOKEN_FILE, else ~/.config/imap-mcp)")
     for sub in (serve, demo):
         sub.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
         sub.add_argument("--port", type=int, default=DEFAULT_HTTP_PORT, help="port (default 8000)")
@@ -38,6 +44,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         from imap_mcp.server.demo.command import run_demo
 
         run_demo(args.host, args.port)
+        return
+    if args.command == "auth":
+        from imap_mcp.server.oauth.command import run_auth
+
+        run_auth(args.provider, args.flow, args.token_file)
         return
     accounts = load_or_exit(load_accounts, os.environ)
     from imap_mcp.server.accounts.serving import account_server, accounts_http_app, stdio_account

@@ -9,7 +9,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.types import ASGIApp
 
-from imap_mcp.server.http_access import AccessControl, HttpSettings
+from imap_mcp.server.http_access import MAX_BODY_BYTES, AccessControl, HttpSettings
 from imap_mcp.server.spec_errors import ModernEnvelopeRouting
 
 MCP_PATH = "/mcp"
@@ -26,6 +26,9 @@ def sdk_http_app(mcp: MCPServer, settings: HttpSettings) -> Starlette:
         stateless_http=settings.legacy_http == "stateless",
         json_response=False,
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+        max_request_body_size=MAX_BODY_BYTES,
+        session_idle_timeout=settings.session_idle_seconds,
+        max_sessions=None,  # bounded per caller by AccessControl, so no caller can use up a global limit
     )
 
 
@@ -42,7 +45,8 @@ def http_app(mcp: MCPServer, settings: HttpSettings | None = None) -> ASGIApp:
     gets a session with SSE responses by default, so a question can be pushed to it mid-call;
     `IMAP_MCP_LEGACY_HTTP=stateless` serves those clients without a session (for replicas
     without sticky routing; guarded tools then use the two-call token).
-    Host and Origin are checked by `AccessControl`, so the SDK's localhost-only check is off.
+    Host and Origin are checked by `AccessControl`, so the SDK's localhost-only check is off; it also
+    bounds 2025-11-25 sessions per caller and refuses oversized bodies before anything reads them.
     """
     settings = settings or HttpSettings()
     return guarded_app(sdk_http_app(mcp, settings), settings)

@@ -6,10 +6,10 @@ functions as the environment's (`config.load_settings`, `policy.load_policy`) fr
 environment overlaid with the table, so every setting they know is known here too. A key those
 functions never read is a mistake (a typo, or e.g. SMTP_PORT without SMTP_HOST) and reported.
 
-A secret may come from a file instead: `IMAP_PASSWORD_FILE` (any `*_PASSWORD`, `*_SECRET` or
-`*_TOKEN` setting + `_FILE`) holds the value, one trailing newline ignored; in the environment
-and in account tables alike. The file is validated whole: every problem is one line naming the
-account and the key, and start-up stops with exit code 2.
+A secret may come from a file instead: `IMAP_PASSWORD_FILE` (any of `SECRET_SETTINGS` + `_FILE`)
+holds the value, one trailing newline ignored; in the environment and in account tables alike.
+The file is validated whole: every problem is one line naming the account and the key, and
+start-up stops with exit code 2.
 """
 
 from __future__ import annotations
@@ -44,7 +44,8 @@ SERVER_WIDE = frozenset(
     }
 )
 SECRET_FILE_SUFFIX = "_FILE"
-SECRET_ENDINGS = ("PASSWORD", "SECRET", "TOKEN")
+#: the settings whose value may instead be read from the file named by the setting + `_FILE`
+SECRET_SETTINGS = frozenset({"IMAP_PASSWORD", "SMTP_PASSWORD", "IMAP_OAUTH_CLIENT_SECRET", "IMAP_OAUTH_REFRESH_TOKEN"})
 
 
 @dataclass(frozen=True)
@@ -95,9 +96,9 @@ class _Recorder(Mapping[str, str]):
 
 
 def is_secret_file_key(key: str) -> bool:
-    """`IMAP_PASSWORD_FILE`, `SMTP_PASSWORD_FILE`, …: a secret of ours read from a file (others' are left alone)."""
-    name = key.removesuffix(SECRET_FILE_SUFFIX)
-    return name != key and name.startswith(("IMAP_", "SMTP_")) and name.endswith(SECRET_ENDINGS)
+    """`IMAP_PASSWORD_FILE`, `SMTP_PASSWORD_FILE`, …: a secret of ours read from a file (others' are left alone,
+    and so are settings that are themselves a path, such as `IMAP_OAUTH_TOKEN_FILE`)."""
+    return key.endswith(SECRET_FILE_SUFFIX) and key.removesuffix(SECRET_FILE_SUFFIX) in SECRET_SETTINGS
 
 
 def exposure_warning(path: Path, what: str) -> str | None:
