@@ -9,7 +9,9 @@ functions never read is a mistake (a typo, or e.g. SMTP_PORT without SMTP_HOST) 
 A secret may come from a file instead: `IMAP_PASSWORD_FILE` (any of `SECRET_SETTINGS` + `_FILE`)
 holds the value, one trailing newline ignored; in the environment and in account tables alike.
 The file is validated whole: every problem is one line naming the account and the key, and
-start-up stops with exit code 2.
+start-up stops with exit code 2. An invalid value the account gives is reported, then set aside
+(the environment's default takes its place) so the check goes on to the account's other values;
+a setting that is missing, or invalid in the environment, ends that account's check.
 """
 
 from __future__ import annotations
@@ -17,13 +19,16 @@ from __future__ import annotations
 import re
 import stat
 import tomllib
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from imap_mcp.server.accounts.policy import ToolPolicy, load_policy
 from imap_mcp.server.config import ConfigError, Secret, Settings, load_settings
 from imap_mcp.server.http_access import MIN_TOKEN_LENGTH
+
+T = TypeVar("T")
 
 ACCOUNTS_FILE_VARIABLE = "IMAP_MCP_ACCOUNTS_FILE"
 #: the account's name when the environment alone configures the server
@@ -46,6 +51,8 @@ SERVER_WIDE = frozenset(
 SECRET_FILE_SUFFIX = "_FILE"
 #: the settings whose value may instead be read from the file named by the setting + `_FILE`
 SECRET_SETTINGS = frozenset({"IMAP_PASSWORD", "SMTP_PASSWORD", "IMAP_OAUTH_CLIENT_SECRET", "IMAP_OAUTH_REFRESH_TOKEN"})
+#: the setting a `ConfigError`'s message starts with (every message names its setting first)
+SETTING_NAME = re.compile(r"^[A-Z][A-Z0-9_]*")
 
 
 @dataclass(frozen=True)
@@ -199,6 +206,25 @@ def _account_layer(table: Mapping[str, object], problems: list[str]) -> dict[str
     return layer
 
 
+def _every_problem(
+    loader: Callable[[Mapping[str, str]], T], defaults: Mapping[str, str], layer: Mapping[str, str], problems: list[str]
+) -> tuple[T | None, set[str]]:
+    """`loader` over `defaults` and the account's `layer`, and the keys it looked at; or None. Each invalid value
+    of the layer adds a problem and is set aside (the default takes its place) to look for more; any other
+    problem (a missing setting, an invalid default) adds a problem and ends the check."""
+    remaining = dict(layer)
+    while True:
+        env = _Recorder({**defaults, **remaining})
+        try:
+            return loader(env), env.read | (layer.keys() - remaining.keys())
+        except ConfigError as exc:
+            problems.append(str(exc))
+            named = SETTING_NAME.match(str(exc))
+            if named is None or named.group() not in remaining:
+                return None, env.read
+            del remaining[named.group()]
+
+
 def _account(
     name: str, table: object, defaults: Mapping[str, str], warnings: list[str]
 ) -> tuple[Account | None, list[str]]:
@@ -211,13 +237,12 @@ def _account(
     tokens = _tokens(table, problems, warnings)
     given = _account_layer(table, problems)
     layer = with_secret_files(given, problems, warnings)
-    env = _Recorder({**defaults, **layer})
-    try:
-        settings = load_settings(env)
-        policy = load_policy(env)
-    except ConfigError as exc:
-        return None, [*problems, str(exc)]
-    unused = [k for k in given if k.removesuffix(SECRET_FILE_SUFFIX) not in env.read and k not in env.read]
+    settings, settings_read = _every_problem(load_settings, defaults, layer, problems)
+    policy, policy_read = _every_problem(load_policy, defaults, layer, problems)
+    if settings is None or policy is None:
+        return None, problems
+    read = settings_read | policy_read
+    unused = [k for k in given if k.removesuffix(SECRET_FILE_SUFFIX) not in read and k not in read]
     problems.extend(
         f"{key} is not used: it is no setting's name, or not needed with these settings (e.g. SMTP_PORT "
         "without SMTP_HOST)."

@@ -121,6 +121,54 @@ SMTP_PORT = 587
     assert len(lines) == len(expected)
 
 
+def test_every_invalid_value_of_an_account_is_one_line(tmp_path: Path) -> None:
+    path = write(
+        tmp_path / "accounts.toml",
+        """
+[accounts.erin]
+IMAP_USERNAME = "erin@example.com"
+ELICITATION = "maybe"
+IMAP_TLS = "sometimes"
+IMAP_TIMEOUT = -1
+IMAP_PORT = "x"
+SMTP_HOST = "smtp.example.com"
+SMTP_PORT = 0
+IMAP_MCP_READ_ONLY = "perhaps"
+IMAP_MCP_TOOLS = "read_minds"
+IMAP_MCP_DISABLE_TOOLS = "fly"
+""",
+    )
+    with pytest.raises(ConfigError) as caught:
+        load_accounts({**ENV, "IMAP_MCP_ACCOUNTS_FILE": str(path)})
+    lines = str(caught.value).splitlines()
+    expected = [
+        "ELICITATION='maybe' is not valid",
+        "IMAP_TLS='sometimes' is not valid",
+        "IMAP_TIMEOUT='-1' is not valid",
+        "IMAP_PORT='x' is not valid",
+        "SMTP_PORT='0' is not valid",
+        "IMAP_MCP_READ_ONLY='perhaps' is not valid",
+        "IMAP_MCP_TOOLS names unknown tools (read_minds)",
+        "IMAP_MCP_DISABLE_TOOLS names unknown tools (fly)",
+    ]
+    for fragment in expected:
+        assert sum(f"[accounts.erin] {fragment}" in line for line in lines) == 1, (fragment, lines)
+    assert len(lines) == len(expected), lines
+
+
+def test_a_missing_setting_ends_the_check_of_its_account_after_the_values_before_it(tmp_path: Path) -> None:
+    """IMAP_PORT is read before IMAP_USERNAME: its problem is reported, then the missing login ends the check."""
+    path = write(tmp_path / "accounts.toml", '[accounts.frank]\nIMAP_PORT = "x"\nIMAP_MCP_READ_ONLY = "no"\n')
+    with pytest.raises(ConfigError) as caught:
+        load_accounts({**ENV, "IMAP_MCP_ACCOUNTS_FILE": str(path)})
+    lines = [line.split("[accounts.frank] ", 1)[1] for line in str(caught.value).splitlines()]
+    assert [line.split(" is not ", 1)[0] for line in lines] == [
+        "IMAP_PORT='x'",
+        "IMAP_USERNAME",
+        "IMAP_MCP_READ_ONLY='no'",
+    ], lines
+
+
 def oauth_token_file(tmp_path: Path) -> Path:
     return write(tmp_path / "token.json", '{"refresh_token": "refresh-0123456789"}')
 
@@ -235,9 +283,10 @@ def test_the_cli_prints_every_problem_and_exits_2(tmp_path: Path) -> None:
     lines = done.stderr.splitlines()
     assert all(line.startswith(f"imap-mcp: IMAP_MCP_ACCOUNTS_FILE {path}: [accounts.") for line in lines), lines
     assert "[accounts.a] IMAP_PORT='x' is not valid" in lines[0]
-    assert "[accounts.b] NOPE is not a setting" in lines[1]
-    assert "[accounts.b] IMAP_USERNAME is not set" in lines[2]
-    assert len(lines) == 3
+    assert "[accounts.a] IMAP_USERNAME is not set" in lines[1]
+    assert "[accounts.b] NOPE is not a setting" in lines[2]
+    assert "[accounts.b] IMAP_USERNAME is not set" in lines[3]
+    assert len(lines) == 4
 
 
 @pytest.mark.parametrize(

@@ -14,6 +14,7 @@ import httpx
 import pytest
 from harness import (
     ALICE_TOKEN,
+    ANY_USER_PASSWORD,
     BOB_TOKEN,
     READ_TOOLS,
     Account,
@@ -78,6 +79,7 @@ async def test_each_token_reaches_only_its_own_mailbox(dovecot: Dovecot, tmp_pat
     assert seen_by_alice == ["for alice only"] and seen_by_bob == ["for bob only"]
     assert (info_alice["account"]["name"], info_alice["account"]["login"]) == ("alice", alice.username)
     assert (info_bob["account"]["name"], info_bob["account"]["login"]) == ("bob", bob.username)
+    assert ALICE_TOKEN not in str(info_alice) and BOB_TOKEN not in str(info_bob)
     assert refused == [401, 401]
 
 
@@ -124,7 +126,8 @@ async def test_an_approval_for_one_account_never_runs_on_another(dovecot: Doveco
     by_token, by_dialog = ({"mailbox": "INBOX", "uids": [uid], "permanent": True} for uid in (1, 2))
     assert inbox_uids(alice)[:2] == inbox_uids(bob)[:2] == [1, 2]
     env = {**accounts_env(tmp_path, alice, bob), "IMAP_MCP_SEAL_KEYS": "k" * 40}
-    with http_server(env) as url:
+    log_path = tmp_path / "server.log"
+    with http_server(env, log_path=log_path) as url:
         # the token path: alice's confirm_token, sent with bob's bearer token
         async with client_as(url, ALICE_TOKEN) as as_alice, client_as(url, BOB_TOKEN) as as_bob:
             asked = structured(await as_alice.call_tool("delete_messages", by_token))
@@ -147,6 +150,11 @@ async def test_an_approval_for_one_account_never_runs_on_another(dovecot: Doveco
     assert on_alice["status"] == "done" and structured(approved)["status"] == "done"
     assert inbox_uids(bob)[:2] == [1, 2]
     assert not {1, 2} & set(inbox_uids(alice))
+    log = log_path.read_text()  # the start lines and the refusal name the accounts, never a secret
+    assert f"account alice: {alice.username} on 127.0.0.1" in log and f"account bob: {bob.username} on" in log
+    assert f"confirm_token for delete_messages on {bob.username}@127.0.0.1 refused" in log
+    for secret in (ALICE_TOKEN, BOB_TOKEN, ANY_USER_PASSWORD, "k" * 40, asked["confirm_token"]):
+        assert secret not in log
 
 
 class SilentServer:
@@ -228,3 +236,45 @@ async def test_a_silent_server_of_one_account_does_not_hold_up_another(
     assert '"name":"INBOX"' in answer_to_bob.replace(" ", "") and '"isError":false' in answer_to_bob
     assert finished == 0 and connections == 4
     assert len(answers_to_alice) == 6 and all('"isError":true' in a for a in answers_to_alice)
+
+
+async def test_all_accounts_together_hold_at_most_the_total_connections(
+    dovecot: Dovecot, tmp_path: Path, silent_server: SilentServer
+) -> None:
+    """IMAP_MCP_MAX_CONNECTIONS=5: alice's silent server holds 4, so bob's three calls to his (silent too) get one
+    connection between them; once alice's connections end, bob's other calls get theirs."""
+    alice, bob = new_account(dovecot), new_account(dovecot)
+    bobs_server = SilentServer()
+    silent = '\nIMAP_TLS = "none"\nIMAP_TIMEOUT = 600'
+    env = accounts_env(
+        tmp_path,
+        alice,
+        bob,
+        alice_extra=f"IMAP_PORT = {silent_server.port}{silent}",
+        bob_extra=f"IMAP_PORT = {bobs_server.port}{silent}",
+    )
+    answers: list[str] = []
+    try:
+        with http_server({**env, "IMAP_MCP_MAX_CONNECTIONS": "5"}) as url:
+            async with httpx.AsyncClient(timeout=300) as http:
+
+                async def lists(token: str) -> None:
+                    answers.append(await call_over_http(http, url, token, "list_mailboxes"))
+
+                async with anyio.create_task_group() as group:
+                    for _ in range(4):
+                        group.start_soon(lists, ALICE_TOKEN)
+                    await anyio.to_thread.run_sync(silent_server.wait_for, 4)
+                    for _ in range(3):
+                        group.start_soon(lists, BOB_TOKEN)
+                    await anyio.to_thread.run_sync(bobs_server.wait_for, 1)
+                    await anyio.sleep(2)  # time for bob's other calls to connect, were they allowed to
+                    while_alice_holds_four = len(bobs_server.accepted)
+                    silent_server.close()  # alice's calls fail and give their connections back
+                    await anyio.to_thread.run_sync(bobs_server.wait_for, 3)
+                    bobs_server.close()
+    finally:
+        bobs_server.close()
+    assert while_alice_holds_four == 1
+    assert len(silent_server.accepted) == 4 and len(bobs_server.accepted) == 3
+    assert len(answers) == 7 and all('"isError":true' in a for a in answers)
