@@ -376,11 +376,11 @@ def accounts_env(
 
 
 @contextlib.asynccontextmanager
-async def client_as(url: str, token: str, **options: Any) -> AsyncIterator[Client]:
-    """A 2026-07-28 client of the HTTP server at `url` sending `token` as its bearer token."""
+async def client_as(url: str, token: str, mode: str = "2026-07-28", **options: Any) -> AsyncIterator[Client]:
+    """A client (of era `mode`) of the HTTP server at `url` sending `token` as its bearer token."""
     async with (
         httpx2.AsyncClient(headers={"authorization": f"Bearer {token}"}, timeout=60) as http,
-        Client(streamable_http_client(url, http_client=http), mode="2026-07-28", **options) as client,
+        Client(streamable_http_client(url, http_client=http), mode=mode, **options) as client,  # type: ignore[arg-type]
     ):
         yield client
 

@@ -89,14 +89,21 @@ async def test_policy_per_account_changes_the_list_and_what_can_be_called(doveco
     with http_server(env) as url:
         async with client_as(url, ALICE_TOKEN) as as_alice, client_as(url, BOB_TOKEN) as as_bob:
             alice_tools, bob_tools = await tool_names(as_alice), await tool_names(as_bob)
+            listed = (await as_alice.list_tools()).tools
             with pytest.raises(MCPError) as not_for_bob:
                 await as_bob.call_tool("move_messages", {"ids": ["x"], "destination": "Archive"})
             with pytest.raises(MCPError) as not_for_alice:
                 await as_alice.call_tool("delete_messages", {"ids": ["x"]})
             info = structured(await as_bob.call_tool("get_server_info", {}))
+        async with client_as(url, BOB_TOKEN, mode="legacy") as bob_in_a_session:  # 2025-11-25: a session
+            bob_session_tools = await tool_names(bob_in_a_session)
+            with pytest.raises(MCPError) as not_in_bobs_session:
+                await bob_in_a_session.call_tool("move_messages", {"ids": ["x"], "destination": "Archive"})
     assert "delete_messages" not in alice_tools and "move_messages" in alice_tools
-    assert bob_tools == READ_TOOLS
-    for refused, name in ((not_for_bob, "move_messages"), (not_for_alice, "delete_messages")):
+    assert bob_tools == bob_session_tools == READ_TOOLS
+    assert not [tool.name for tool in listed if "account" in tool.input_schema.get("properties", {})]
+    refusals = [(not_for_bob, "move_messages"), (not_for_alice, "delete_messages")]
+    for refused, name in [*refusals, (not_in_bobs_session, "move_messages")]:
         assert refused.value.code == -32602 and f"Unknown tool: {name}" in refused.value.message
     assert info["tools"]["offered"] == READ_TOOLS and info["tools"]["read_only"] is True
     reasons = {item["name"]: item["reason"] for item in info["tools"]["not_offered"]}
