@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
-from mcp.types import ToolAnnotations
+from mcp.types import Icon, ToolAnnotations
 
 from imap_mcp.server.config import ConfigError
 
@@ -21,6 +21,7 @@ SERVER_INFO_TOOL = "get_server_info"
 TOOL_NAMES = (
     "list_mailboxes",
     "search_messages",
+    "list_new_messages",
     "get_message",
     "get_attachments",
     "set_message_flags",
@@ -96,14 +97,16 @@ class PolicyServer(MCPServer):
         title: str | None = None,
         description: str | None = None,
         annotations: ToolAnnotations | None = None,
-        **options: Any,
+        icons: list[Icon] | None = None,
+        meta: dict[str, Any] | None = None,
+        structured_output: bool | None = None,
     ) -> None:
         tool_name = name or fn.__name__
         reason = self.policy.withheld_reason(tool_name, bool(annotations and annotations.read_only_hint))
         if reason is not None:
             self._withheld[tool_name] = reason
             return
-        super().add_tool(fn, name=name, title=title, description=description, annotations=annotations, **options)
+        super().add_tool(fn, name, title, description, annotations, icons, meta, structured_output)
 
     @property
     def withheld(self) -> Mapping[str, str]:

@@ -36,6 +36,7 @@ EVERY_TOOL_WITHOUT_SMTP = sorted(
     [
         *READ_TOOLS,
         "delete_messages",
+        "list_new_messages",
         "manage_mailbox",
         "move_messages",
         "save_draft",
