@@ -168,7 +168,12 @@ class Guard:
             try:
                 opened = self._states.verify(ctx.request_state, request.claim, principal)
             except SealError as exc:
-                logger.info("approval state for %s gave no answer (%s): asking again", request.tool, exc)
+                logger.info(
+                    "approval state for %s on %s gave no answer (%s): asking again",
+                    request.tool,
+                    request.target.account,
+                    exc,
+                )
                 return Decision(question=self._ask(request, principal))
             answer = (ctx.input_responses or {}).get(texts.QUESTION_KEY)
             if isinstance(answer, ElicitResult):
@@ -214,7 +219,7 @@ class Guard:
         try:
             opened = self._tokens.verify(confirm_token, claim, principal)
         except SealError as exc:
-            logger.info("confirm_token for %s refused (%s)", request.tool, exc)
+            logger.info("confirm_token for %s on %s refused (%s)", request.tool, request.target.account, exc)
             raise ToolError(texts.token_refused(request.tool, request.summary)) from None
         return Decision(Channel.TOKEN, identity=opened.identity)
 

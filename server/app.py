@@ -7,12 +7,23 @@ from importlib.metadata import version
 from mcp.server.mcpserver import MCPServer
 
 from imap_mcp.protocol import Guard
+from imap_mcp.server.accounts.loading import ENVIRONMENT_ACCOUNT, Account
+from imap_mcp.server.accounts.policy import PolicyServer, ToolPolicy
 from imap_mcp.server.config import Settings
 from imap_mcp.server.guard import build_guard
 from imap_mcp.server.http_access import request_principal
 from imap_mcp.server.imap.pool import ImapPool
 from imap_mcp.server.spec_errors import StrictParams
-from imap_mcp.server.tools import changes, changes_mailbox, changes_simple, mailboxes, new_messages, reading, sending
+from imap_mcp.server.tools import (
+    changes,
+    changes_mailbox,
+    changes_simple,
+    mailboxes,
+    new_messages,
+    reading,
+    sending,
+    server_info,
+)
 
 NAME = "imap-mcp"
 INSTRUCTIONS = (
@@ -29,21 +40,31 @@ def server_version() -> str:
     return version("imap-mcp")
 
 
-def build_server(settings: Settings, pool: ImapPool | None = None, guard: Guard | None = None) -> MCPServer:
-    """A ready server for `settings`; `pool` defaults to a fresh connection pool for its account.
+def build_server(
+    settings: Settings,
+    pool: ImapPool | None = None,
+    guard: Guard | None = None,
+    *,
+    name: str = ENVIRONMENT_ACCOUNT,
+    policy: ToolPolicy | None = None,
+) -> MCPServer:
+    """A ready server for the account `name` with `settings`; `pool` defaults to a fresh pool for it.
 
     `guard` (default: from the settings) seals approvals; the SDK's request-state boundary gets
-    the same key ring, so a dialog answered on one replica runs on any other.
+    the same key ring, so a dialog answered on one replica runs on any other. `policy` (default:
+    every tool) decides which tools are registered at all.
     """
+    account = Account(name, settings, policy or ToolPolicy())
     pool = pool or ImapPool(settings.imap)
     guard = guard or build_guard(settings, principal=request_principal)
-    mcp = MCPServer(
+    mcp = PolicyServer(
         NAME,
         title="IMAP mailbox",
         version=server_version(),
         instructions=INSTRUCTIONS,
         log_level="WARNING",
         request_state_security=guard.request_state_security(),
+        policy=account.policy,
     )
     guard.install(mcp)
     mcp.middleware.append(StrictParams(mcp))
@@ -53,6 +74,7 @@ def build_server(settings: Settings, pool: ImapPool | None = None, guard: Guard 
     for guarded in GUARDED_TOOL_MODULES:
         guarded.register(mcp, pool, guard)
     sending.register(mcp, pool, guard, settings.smtp)
+    server_info.register(mcp, account, pool, guard)
     if settings.spec_fixtures:
         from imap_mcp.spec_fixtures import register as register_spec_fixtures
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 from collections.abc import Sequence
 
-from imap_mcp.server.config import load_settings
-from imap_mcp.server.http_access import load_http_settings
+from imap_mcp.server.accounts.loading import load_accounts
 from imap_mcp.server.logs import setup_logging
 from imap_mcp.server.startup import announce, load_or_exit
 
@@ -21,7 +21,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "(IMAP_HOST, IMAP_PORT, IMAP_USERNAME, IMAP_PASSWORD, IMAP_TLS, IMAP_CA_FILE, ...; see README).",
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    commands.add_parser("stdio", help="serve over stdio (the default)")
+    stdio = commands.add_parser("stdio", help="serve over stdio (the default)")
+    stdio.add_argument("--account", metavar="NAME", help="the account of IMAP_MCP_ACCOUNTS_FILE to serve")
     serve = commands.add_parser("serve", help="serve Streamable HTTP at /mcp")
     demo = commands.add_parser("demo", help="start a private Dovecot with sample mail and serve it over HTTP")
     auth = commands.add_parser(
@@ -49,14 +50,15 @@ def main(argv: Sequence[str] | None = None) -> None:
 
         run_auth(args.provider, args.flow, args.token_file)
         return
-    settings = load_or_exit(load_settings, os.environ)
-    if args.command == "serve":
-        http_settings = load_or_exit(load_http_settings, os.environ)
-    announce(settings)
-    from imap_mcp.server.app import build_server
-    from imap_mcp.server.transports import run_http, run_stdio
+    accounts = load_or_exit(load_accounts, os.environ)
+    from imap_mcp.server.accounts.serving import account_server, accounts_http_app, stdio_account
+    from imap_mcp.server.transports import run_stdio, serve_app
 
     if args.command == "serve":
-        run_http(build_server(settings), args.host, args.port, http_settings)
+        app = load_or_exit(functools.partial(accounts_http_app, accounts), os.environ)
+        announce(accounts)
+        serve_app(app, args.host, args.port)
     else:
-        run_stdio(build_server(settings))
+        account = load_or_exit(lambda _env: stdio_account(accounts, getattr(args, "account", None)), os.environ)
+        announce(accounts)
+        run_stdio(account_server(account))

@@ -231,12 +231,7 @@ class AccessControl:
         if self.settings.auth_tokens:
             principal = self._principal(headers.get("authorization"))
             if principal is None:
-                await _respond(
-                    send,
-                    401,
-                    _error("Missing or invalid bearer token."),
-                    [(b"www-authenticate", b'Bearer realm="imap-mcp", error="invalid_token"')],
-                )
+                await respond_unauthorized(send)
                 return
             scope.setdefault("state", {})[PRINCIPAL_STATE_KEY] = principal
         if _declared_too_large(headers):
@@ -307,6 +302,16 @@ class AccessControl:
             await send(message)
 
         return recording
+
+
+async def respond_unauthorized(send: Send) -> None:
+    """401 with `WWW-Authenticate`: the request carries no valid bearer token."""
+    await _respond(
+        send,
+        401,
+        _error("Missing or invalid bearer token."),
+        [(b"www-authenticate", b'Bearer realm="imap-mcp", error="invalid_token"')],
+    )
 
 
 TOO_LARGE = f"Request body too large: at most {MAX_BODY_BYTES} bytes."

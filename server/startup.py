@@ -6,8 +6,9 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import TypeVar
 
-from imap_mcp.server.config import ConfigError, Settings
-from imap_mcp.server.guard import start_lines
+from imap_mcp.server.accounts.loading import Account, Accounts
+from imap_mcp.server.config import ConfigError
+from imap_mcp.server.guard import ELICITATION_OFF_LINE, start_lines
 
 T = TypeVar("T")
 
@@ -17,11 +18,32 @@ def load_or_exit(loader: Callable[[Mapping[str, str]], T], env: Mapping[str, str
     try:
         return loader(env)
     except ConfigError as exc:
-        print(f"imap-mcp: {exc}", file=sys.stderr)
+        for line in str(exc).splitlines():
+            print(f"imap-mcp: {line}", file=sys.stderr)
         raise SystemExit(exc.exit_code) from None
 
 
-def announce(settings: Settings) -> None:
-    """The start lines about how the server asks (random seal key, ELICITATION=false), once each."""
-    for line in start_lines(settings):
+def _account_line(account: Account) -> str:
+    imap, policy = account.settings.imap, account.policy
+    notes = [f"{imap.tls} TLS"]
+    if policy.read_only:
+        notes.append("read-only")
+    if policy.allowed is not None:
+        notes.append("tools: " + ",".join(sorted(policy.allowed)))
+    if policy.disabled:
+        notes.append("disabled: " + ",".join(sorted(policy.disabled)))
+    if not account.settings.elicitation:
+        notes.append("ELICITATION=false")
+    return f"account {account.name}: {imap.username} on {imap.host}:{imap.port} ({'; '.join(notes)})"
+
+
+def announce(accounts: Accounts) -> None:
+    """The start lines: warnings, then how the server asks (once each), then one line per account of a file."""
+    first = accounts.accounts[0].settings
+    if accounts.source is None:
+        lines = [*accounts.warnings, *start_lines(first)]
+    else:  # the seal keys are the whole server's; ELICITATION is noted per account
+        lines = [*accounts.warnings, *(line for line in start_lines(first) if line != ELICITATION_OFF_LINE)]
+        lines.extend(_account_line(a) for a in accounts.accounts)
+    for line in lines:
         print(f"imap-mcp: {line}", file=sys.stderr)

@@ -18,13 +18,15 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+import httpx2
 from imapclient import IMAPClient
 from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult, ElicitResult, InputRequiredResult
 
 from imap_mcp.protocol import Guard
@@ -366,3 +368,40 @@ def pool_without(
         return client
 
     return ImapPool(settings or account.imap_settings(), connector=connector)
+
+
+# several accounts behind one `imap-mcp serve` (IMAP_MCP_ACCOUNTS_FILE), each chosen by its bearer token
+ALICE_TOKEN = "alice-token-0123456789abcdef"
+BOB_TOKEN = "bob-token-0123456789abcdef"
+#: the tools of a read-only account (and of one without SMTP, the read-only ones among them)
+READ_TOOLS = ["get_attachments", "get_message", "get_server_info", "list_mailboxes", "search_messages"]
+
+
+def accounts_env(
+    tmp_path: Path, alice: Account, bob: Account, alice_extra: str = "", bob_extra: str = ""
+) -> dict[str, str]:
+    """The environment of a server for alice and bob: their IMAP server in the environment, logins in the file;
+    `alice_extra` and `bob_extra` are more lines of each one's table."""
+    path = tmp_path / "accounts.toml"
+    path.write_text(
+        f'[accounts.alice]\nauth_tokens = ["{ALICE_TOKEN}"]\nIMAP_USERNAME = "{alice.username}"\n{alice_extra}\n'
+        f'[accounts.bob]\nauth_tokens = ["{BOB_TOKEN}"]\nIMAP_USERNAME = "{bob.username}"\n{bob_extra}\n'
+    )
+    path.chmod(0o600)
+    env = alice.env()
+    del env["IMAP_USERNAME"]
+    return {**env, "IMAP_MCP_ACCOUNTS_FILE": str(path)}
+
+
+@contextlib.asynccontextmanager
+async def client_as(url: str, token: str, mode: str = "2026-07-28", **options: Any) -> AsyncIterator[Client]:
+    """A client (of era `mode`) of the HTTP server at `url` sending `token` as its bearer token."""
+    async with (
+        httpx2.AsyncClient(headers={"authorization": f"Bearer {token}"}, timeout=60) as http,
+        Client(streamable_http_client(url, http_client=http), mode=mode, **options) as client,  # type: ignore[arg-type]
+    ):
+        yield client
+
+
+async def tool_names(client: Client) -> list[str]:
+    return sorted(tool.name for tool in (await client.list_tools()).tools)

@@ -32,6 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+import anyio
 import anyio.to_thread
 from imapclient import IMAPClient
 from imapclient.exceptions import IMAPClientError
@@ -129,12 +130,17 @@ class ImapPool:
         idle_seconds: float = 120.0,
         check_after: float = 5.0,
         connector: Callable[[ImapSettings], IMAPClient] = connect,
+        shared_slots: threading.Semaphore | None = None,
     ) -> None:
+        """`shared_slots` bounds the connections in use across several pools (one per account)."""
         self.settings = settings
         self._connector = connector
         self._idle: list[_Connection] = []
         self._lock = threading.Lock()
         self._slots = threading.BoundedSemaphore(max_size)
+        self._shared_slots = shared_slots or threading.BoundedSemaphore(max_size)
+        #: worker threads of this pool: a caller waiting for a slot waits here, holding no thread
+        self._threads = anyio.CapacityLimiter(max_size)
         self._idle_seconds = idle_seconds
         self._check_after = check_after
         self._reaper: _Reaper | None = None  #: the running reaper, if any
@@ -246,7 +252,7 @@ class ImapPool:
             raise explain(exc, self.settings, _doing(operation)) from None
 
     def _run_sync(self, operation: Operation[T], retry: bool) -> T:
-        with self._slots, Deadline(self.settings.timeout) as deadline:
+        with self._slots, self._shared_slots, Deadline(self.settings.timeout) as deadline:
             connection = self._take_idle()
             reused = connection is not None
             try:
@@ -294,7 +300,7 @@ class ImapPool:
 
     async def run(self, operation: Operation[T], retry: bool = True) -> T:
         """`run_sync` in a worker thread, so the event loop never waits on the network."""
-        return await anyio.to_thread.run_sync(self.run_sync, operation, retry)
+        return await anyio.to_thread.run_sync(self.run_sync, operation, retry, limiter=self._threads)
 
     def close_all(self) -> None:
         """Close every idle connection and stop the reaper (a connection still in use rejoins the pool later)."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import stat
+from collections import ChainMap
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -123,13 +124,14 @@ def with_provider_hosts(env: Mapping[str, str]) -> Mapping[str, str]:
     if name is None:
         return env
     hosts = provider(name, env.get("IMAP_OAUTH_TENANT", "").strip() or "common").hosts
-    filled = dict(env)
+    filled: dict[str, str] = {}  # in front of `env`, which is not copied: only the keys asked for are read
     if not env.get("IMAP_HOST", "").strip():
         filled["IMAP_HOST"] = hosts["IMAP_HOST"]
     if not env.get("SMTP_HOST", "").strip():
         filled["SMTP_HOST"] = hosts["SMTP_HOST"]
-        filled.setdefault("SMTP_TLS", hosts["SMTP_TLS"])
-    return filled
+        if "SMTP_TLS" not in env:
+            filled["SMTP_TLS"] = hosts["SMTP_TLS"]
+    return ChainMap(filled, env)  # type: ignore[arg-type]
 
 
 def read_token_file(path: Path, name: str = "IMAP_OAUTH_TOKEN_FILE") -> Secret:

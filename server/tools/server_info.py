@@ -1,0 +1,203 @@
+"""`get_server_info`: what this server offers the caller, and why, before the model tries anything.
+
+Read-only and free: one LIST and the capabilities of a pooled connection. Never a secret: the
+account shows its name, login, host, port and TLS mode, never a password or token. When the IMAP
+server cannot be reached, the rest still answers and `imap.problem` says what went wrong.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from imapclient import IMAPClient
+from mcp.server.mcpserver import Context
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
+from pydantic import BaseModel, Field
+
+from imap_mcp.protocol import APPROVAL_TTL, TOKEN_TTL, Guard, channel_for
+from imap_mcp.server.accounts.loading import Account
+from imap_mcp.server.accounts.policy import SERVER_INFO_TOOL, PolicyServer
+from imap_mcp.server.errors import MailboxError
+from imap_mcp.server.imap.mailboxes import list_mailboxes
+from imap_mcp.server.imap.pool import ImapPool
+from imap_mcp.server.reading.attachments import INLINE_LIMIT_BYTES
+from imap_mcp.server.tools.annotations import read_only
+from imap_mcp.server.tools.reading import DEFAULT_MAX_CHARS, DEFAULT_PAGE_SIZE, MAX_MAX_CHARS, MAX_PAGE_SIZE
+
+TITLE = "Describe this server"
+#: the IMAP capabilities imap-mcp uses, and what each one changes
+RELEVANT_CAPABILITIES = {
+    "MOVE": "move_messages and delete_messages move atomically (without it: copy, then delete)",
+    "UIDPLUS": "exact expunge of the chosen UIDs, and exactly-once sending arbitrated in Sent",
+    "SORT": "search results sorted by the server",
+    "ESEARCH": "compact search results from the server",
+    "CONDSTORE": "cached search order reused while the mailbox is unchanged",
+    "SPECIAL-USE": "mailbox roles (sent, drafts, trash, ...) from the server",
+}
+
+
+class AccountInfo(BaseModel):
+    name: str = Field(description="The account's name in this server's configuration.")
+    login: str = Field(description="The IMAP login name.")
+    host: str
+    port: int
+    tls: Literal["implicit", "starttls", "none"]
+    sends_from: str | None = Field(description="The From address of sent mail; null when sending is not set up.")
+
+
+class Capability(BaseModel):
+    name: str
+    present: bool
+    effect: str = Field(description="What imap-mcp does with it.")
+
+
+class ImapInfo(BaseModel):
+    reachable: bool
+    problem: str | None = Field(description="Why the IMAP server could not be asked; null when it answered.")
+    capabilities: list[Capability]
+    mailboxes_by_role: dict[str, str] = Field(
+        description="The mailbox found for each role (inbox, sent, drafts, trash, junk, archive, all, flagged)."
+    )
+
+
+class NotOffered(BaseModel):
+    name: str
+    reason: str
+
+
+class ToolsInfo(BaseModel):
+    offered: list[str] = Field(description="The tools this caller can call.")
+    not_offered: list[NotOffered] = Field(description="The other tools of imap-mcp, each with why it is not offered.")
+    read_only: bool = Field(description="IMAP_MCP_READ_ONLY for this account.")
+    allow_list: list[str] | None = Field(description="IMAP_MCP_TOOLS for this account; null = every tool.")
+    deny_list: list[str] = Field(description="IMAP_MCP_DISABLE_TOOLS for this account.")
+
+
+class ApprovalsInfo(BaseModel):
+    elicitation: bool = Field(description="ELICITATION: whether a person is asked through a dialog where possible.")
+    this_request: Literal["dialog", "push", "token"] = Field(
+        description="How a person would be asked on a request like this one."
+    )
+    dialog_possible: bool = Field(description="Whether this client can be shown a dialog.")
+    token_fallback: str = Field(description="How approval works without a dialog.")
+    dialog_seconds: int
+    token_seconds: int
+
+
+class LimitsInfo(BaseModel):
+    search_page_default: int
+    search_page_max: int
+    max_chars_default: int
+    max_chars_max: int
+    inline_attachment_bytes: int = Field(description="Attachment bytes returned inline per get_attachments call.")
+    attachments: Literal["inline", "files"] = Field(description="files: get_attachments writes to IMAP_DOWNLOAD_DIR.")
+
+
+class ServerInfo(BaseModel):
+    name: str
+    version: str
+    protocol_versions: list[str] = Field(description="Every MCP protocol version this server answers.")
+    this_request_version: str | None
+    account: AccountInfo
+    imap: ImapInfo
+    tools: ToolsInfo
+    approvals: ApprovalsInfo
+    limits: LimitsInfo
+
+
+TOKEN_FALLBACK = (
+    "A guarded tool called without a dialog answers with a question and a confirm_token; show the question to "
+    "the person and call again with the same arguments and confirm_token only if they approve."
+)
+
+
+def _mailbox_facts(client: IMAPClient) -> tuple[list[Capability], dict[str, str]]:
+    capabilities = [
+        Capability(name=name, present=bool(client.has_capability(name)), effect=effect)
+        for name, effect in RELEVANT_CAPABILITIES.items()
+    ]
+    roles: dict[str, str] = {}
+    for mailbox in list_mailboxes(client):
+        if mailbox.role != "none":
+            roles.setdefault(mailbox.role, mailbox.name)
+    return capabilities, roles
+
+
+async def _imap_info(pool: ImapPool) -> ImapInfo:
+    try:
+        capabilities, roles = await pool.run(_mailbox_facts)
+    except MailboxError as exc:
+        return ImapInfo(reachable=False, problem=str(exc), capabilities=[], mailboxes_by_role={})
+    return ImapInfo(reachable=True, problem=None, capabilities=capabilities, mailboxes_by_role=roles)
+
+
+def _account_info(account: Account) -> AccountInfo:
+    imap, smtp = account.settings.imap, account.settings.smtp
+    return AccountInfo(
+        name=account.name,
+        login=imap.username,
+        host=imap.host,
+        port=imap.port,
+        tls=imap.tls,
+        sends_from=smtp.sender if smtp else None,
+    )
+
+
+async def _tools_info(mcp: PolicyServer, account: Account) -> ToolsInfo:
+    offered = sorted(tool.name for tool in await mcp.list_tools())
+    policy = account.policy
+    return ToolsInfo(
+        offered=offered,
+        not_offered=[NotOffered(name=n, reason=r) for n, r in sorted(mcp.not_offered(offered).items())],
+        read_only=policy.read_only,
+        allow_list=sorted(policy.allowed) if policy.allowed is not None else None,
+        deny_list=sorted(policy.disabled),
+    )
+
+
+def _approvals_info(ctx: Context, guard: Guard) -> ApprovalsInfo:
+    channel = channel_for(ctx, guard.elicitation)
+    return ApprovalsInfo(
+        elicitation=guard.elicitation,
+        this_request=channel.value,
+        dialog_possible=channel.value != "token",
+        token_fallback=TOKEN_FALLBACK,
+        dialog_seconds=APPROVAL_TTL,
+        token_seconds=TOKEN_TTL,
+    )
+
+
+def _limits(account: Account) -> LimitsInfo:
+    return LimitsInfo(
+        search_page_default=DEFAULT_PAGE_SIZE,
+        search_page_max=MAX_PAGE_SIZE,
+        max_chars_default=DEFAULT_MAX_CHARS,
+        max_chars_max=MAX_MAX_CHARS,
+        inline_attachment_bytes=INLINE_LIMIT_BYTES,
+        attachments="files" if account.settings.download_dir else "inline",
+    )
+
+
+def register(mcp: PolicyServer, account: Account, pool: ImapPool, guard: Guard) -> None:
+    @mcp.tool(
+        name=SERVER_INFO_TOOL,
+        title=TITLE,
+        description=(
+            "Describe this server for the caller: version and protocol versions, the caller's account (no secrets), "
+            "the IMAP server's relevant capabilities and the mailbox of each role, which tools are offered and why "
+            "the others are not, how approvals are asked, and the limits. Call it first to plan."
+        ),
+        annotations=read_only(TITLE),
+    )
+    async def get_server_info(ctx: Context) -> ServerInfo:
+        return ServerInfo(
+            name=mcp.name,
+            version=mcp.version,
+            protocol_versions=[*HANDSHAKE_PROTOCOL_VERSIONS, *MODERN_PROTOCOL_VERSIONS],
+            this_request_version=ctx.protocol_version,
+            account=_account_info(account),
+            imap=await _imap_info(pool),
+            tools=await _tools_info(mcp, account),
+            approvals=_approvals_info(ctx, guard),
+            limits=_limits(account),
+        )
