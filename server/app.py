@@ -12,7 +12,7 @@ from imap_mcp.server.guard import build_guard
 from imap_mcp.server.http_access import request_principal
 from imap_mcp.server.imap.pool import ImapPool
 from imap_mcp.server.spec_errors import StrictParams
-from imap_mcp.server.tools import changes, changes_mailbox, changes_simple, mailboxes, reading, sending
+from imap_mcp.server.tools import changes, changes_mailbox, changes_simple, mailboxes, reading, sending, webhooks
 
 NAME = "imap-mcp"
 INSTRUCTIONS = (
@@ -53,6 +53,7 @@ def build_server(settings: Settings, pool: ImapPool | None = None, guard: Guard 
     for guarded in GUARDED_TOOL_MODULES:
         guarded.register(mcp, pool, guard)
     sending.register(mcp, pool, guard, settings.smtp)
+    webhooks.register(mcp, settings.webhooks, settings.imap.account)
     if settings.spec_fixtures:
         from imap_mcp.spec_fixtures import register as register_spec_fixtures
 
