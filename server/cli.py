@@ -30,6 +30,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     auth.add_argument("provider", metavar="google|microsoft|TOKEN_URL", help="the provider, or its token endpoint")
     auth.add_argument("--flow", choices=("device", "browser"), help="device code, or a browser on this machine")
     auth.add_argument("--token-file", help="where to save it (default IMAP_OAUTH_TOKEN_FILE, else ~/.config/imap-mcp)")
+    from imap_mcp.server.webhooks.command import add_webhook_commands
+
+    add_webhook_commands(commands)
     for sub in (serve, demo):
         sub.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
         sub.add_argument("--port", type=int, default=DEFAULT_HTTP_PORT, help="port (default 8000)")
@@ -50,6 +53,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         run_auth(args.provider, args.flow, args.token_file)
         return
     settings = load_or_exit(load_settings, os.environ)
+    if args.command in ("webhook", "watch"):
+        from imap_mcp.server.webhooks.command import run_watch, run_webhook
+
+        if args.command == "webhook":
+            run_webhook(settings, args)
+        else:
+            run_watch(settings)
+        return
     if args.command == "serve":
         http_settings = load_or_exit(load_http_settings, os.environ)
     announce(settings)

@@ -145,8 +145,12 @@ class Store:
         return connection
 
     def _pg_connection(self) -> Any:
-        import psycopg
-
+        try:
+            import psycopg
+        except ImportError:
+            raise StoreError(
+                "IMAP_MCP_STORE names PostgreSQL, but its driver is not installed: pip install 'imap-mcp[postgresql]'."
+            ) from None
         try:
             return psycopg.connect(self.url, connect_timeout=10)
         except psycopg.Error as exc:

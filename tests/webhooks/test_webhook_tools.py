@@ -7,7 +7,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from conftest import (
+from harness import error_text, structured
+from webhook_helpers import (
     ACCOUNT,
     AUTH_HEADER,
     HOOK_URL,
@@ -19,7 +20,6 @@ from conftest import (
     set_columns,
     with_changes,
 )
-from harness import error_text, structured
 
 from imap_mcp.server.config import Secret
 from imap_mcp.server.webhooks.rows import load_row
