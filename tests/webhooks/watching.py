@@ -31,7 +31,8 @@ class Operator:
     watchers: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
     def env(self, **extra: str) -> dict[str, str]:
-        return self.account.env(IMAP_MCP_STORE=self.store_url, IMAP_MCP_STORE_KEYS=self.keys, **self.extra, **extra)
+        settings = {"IMAP_MCP_STORE": self.store_url, "IMAP_MCP_STORE_KEYS": self.keys, **self.extra, **extra}
+        return self.account.env(**settings)
 
     def run(self, *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
