@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from postgres import PrivatePostgres
 from webhook_helpers import ACCOUNT, AUTH_HEADER, HOOK_URL, LogLines, new_key
 
 from imap_mcp.server.config import Secret
@@ -23,12 +24,30 @@ def keys() -> list[str]:
     return [new_key()]
 
 
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PrivatePostgres]:
+    """One private PostgreSQL cluster on loopback per session (per xdist worker)."""
+    cluster = PrivatePostgres()
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh, empty store: SQLite under tmp_path, or a new database on the private PostgreSQL."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'store.sqlite3'}"
+    cluster: PrivatePostgres = request.getfixturevalue("postgres")
+    return cluster.new_database()
+
+
 @pytest.fixture
-def hook_settings(tmp_path: Path, keys: list[str]) -> WebhookSettings:
-    """The operator's settings: a fresh SQLite store under tmp_path, `keys`, every other setting at its default."""
-    return WebhookSettings(
-        store_url=f"sqlite:///{tmp_path / 'store.sqlite3'}", store_keys=tuple(Secret(k) for k in keys)
-    )
+def hook_settings(store_url: str, keys: list[str]) -> WebhookSettings:
+    """The operator's settings: a fresh store (each kind), `keys`, every other setting at its default."""
+    return WebhookSettings(store_url=store_url, store_keys=tuple(Secret(k) for k in keys))
 
 
 @pytest.fixture

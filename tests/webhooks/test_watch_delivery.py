@@ -36,7 +36,15 @@ def mail(number: int = 0) -> bytes:
 
 
 @pytest.fixture
-def operator(empty_account: Account, tmp_path: Path) -> Iterator[Operator]:
+def operator(empty_account: Account, tmp_path: Path, store_url: str) -> Iterator[Operator]:
+    """The account's operator with a store of each kind (SQLite, PostgreSQL); retries every second."""
+    with operating(empty_account, store_url, tmp_path, IMAP_MCP_WEBHOOK_RETRY_INTERVAL="1") as running:
+        yield running
+
+
+@pytest.fixture
+def sqlite_operator(empty_account: Account, tmp_path: Path) -> Iterator[Operator]:
+    """The account's operator with a SQLite store; retries every second."""
     with operating(
         empty_account, f"sqlite:///{tmp_path / 'store.sqlite3'}", tmp_path, IMAP_MCP_WEBHOOK_RETRY_INTERVAL="1"
     ) as running:
@@ -78,7 +86,8 @@ async def test_appended_mail_is_delivered_signed_with_the_auth_header(operator: 
         assert value not in everything, value
 
 
-async def test_receiver_down_pauses_after_ten_failures_and_enabling_delivers(operator: Operator) -> None:
+async def test_receiver_down_pauses_after_ten_failures_and_enabling_delivers(sqlite_operator: Operator) -> None:
+    operator = sqlite_operator
     port = free_port()
     secret = operator.set_webhook(f"http://127.0.0.1:{port}/hooks/down-8e1")
     operator.start_watcher()
@@ -140,6 +149,6 @@ async def test_two_watchers_deliver_each_event_once(operator: Operator) -> None:
     assert any("standing by" in line for line in operator.log_lines())
 
 
-def test_watch_refuses_to_start_when_webhooks_are_off(operator: Operator) -> None:
-    done = operator.run("watch", IMAP_MCP_WEBHOOKS="false")
+def test_watch_refuses_to_start_when_webhooks_are_off(sqlite_operator: Operator) -> None:
+    done = sqlite_operator.run("watch", IMAP_MCP_WEBHOOKS="false")
     assert done.returncode == 2 and "IMAP_MCP_WEBHOOKS=false" in done.stderr
