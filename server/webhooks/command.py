@@ -21,7 +21,14 @@ from imap_mcp.server.webhooks.cipher import StoreCipher
 from imap_mcp.server.webhooks.delivery import deliver_one
 from imap_mcp.server.webhooks.leases import LEASE_SECONDS, hold_lease, release_lease
 from imap_mcp.server.webhooks.operations import WebhookAccount
-from imap_mcp.server.webhooks.rows import clear_endpoint, invalid_url_reason, parse_auth_header, save_endpoint
+from imap_mcp.server.webhooks.outbox import drop_queued_while_off
+from imap_mcp.server.webhooks.rows import (
+    clear_endpoint,
+    invalid_url_reason,
+    load_row,
+    parse_auth_header,
+    save_endpoint,
+)
 from imap_mcp.server.webhooks.store import Store
 from imap_mcp.server.webhooks.watcher import InboxWatcher
 
@@ -79,6 +86,10 @@ def _set(store: Store, settings: Settings, url: str, auth_header: str | None) ->
             "to one or more random keys of at least 32 characters (e.g. from: openssl rand -base64 32)."
         )
     with store.transaction() as tx:
+        tx.lock_account(settings.imap.account)
+        saved = load_row(tx, settings.imap.account)
+        if saved is not None and not saved.enabled:
+            drop_queued_while_off(tx, saved)  # turning it on here skips them, as set_webhook_enabled does
         secret = save_endpoint(tx, cipher, settings.imap.account, url, header)
     print(f"Webhook of {settings.imap.account} saved and turned on.")
     print("Signing secret (shown only now; give it to the receiver to verify webhook-signature):")

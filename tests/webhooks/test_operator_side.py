@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from harness import Account
 from watching import Operator, operating
-from webhook_helpers import ACCOUNT, new_key
+from webhook_helpers import ACCOUNT, add_events, new_key
 
 from imap_mcp.server.config import ConfigError, Secret
 from imap_mcp.server.webhooks.cipher import StoreCipher, Unreadable
@@ -43,6 +43,16 @@ def test_set_prints_the_secret_once_and_show_never_shows_it(operator: Operator) 
 
 def test_set_again_makes_a_new_secret(operator: Operator) -> None:
     assert operator.set_webhook(URL) != operator.set_webhook(URL)
+
+
+def test_set_after_off_skips_events_queued_while_off(operator: Operator) -> None:
+    operator.set_webhook(URL)
+    webhook = operator.webhook()
+    add_events(webhook.store, webhook.settings, 2, time.time(), account=webhook.account)
+    webhook.set_enabled(False)
+    add_events(webhook.store, webhook.settings, 3, time.time(), account=webhook.account)
+    operator.set_webhook(URL)
+    assert operator.status().pending_events == 2
 
 
 def test_clear_removes_the_webhook(operator: Operator) -> None:

@@ -37,12 +37,12 @@ def with_changes(settings: WebhookSettings, **changes: Any) -> WebhookSettings:
     return dataclasses.replace(settings, **changes)
 
 
-def add_events(store: Store, settings: WebhookSettings, count: int, now: float) -> None:
-    """`count` events for ACCOUNT created at `now`, as the watcher adds them."""
+def add_events(store: Store, settings: WebhookSettings, count: int, now: float, account: str = ACCOUNT) -> None:
+    """`count` events for `account` created at `now`, as the watcher adds them."""
     with store.transaction() as tx:
-        row = load_row(tx, ACCOUNT)
+        row = load_row(tx, account)
         assert row is not None
-        payloads = [{"account": ACCOUNT, "mailbox": "INBOX", "uid": n} for n in range(count)]
+        payloads = [{"account": account, "mailbox": "INBOX", "uid": n} for n in range(count)]
         enqueue(tx, row, payloads, now, settings)
 
 
