@@ -16,12 +16,13 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from imap_mcp.sealing import KeyRing
+from imap_mcp.server.errors import ImapMcpError
 
 PREFIX = "v1."
 _NONCE_BYTES = 12
 
 
-class Unreadable(Exception):
+class Unreadable(ImapMcpError):
     """No configured key decrypts this value (keys rotated out, or none configured)."""
 
 
@@ -44,25 +45,31 @@ class StoreCipher:
 
     def encrypt(self, plaintext: str, account: str, column: str) -> str:
         if not self._aeads:
-            raise Unreadable("IMAP_MCP_STORE_KEYS is not set")
+            raise Unreadable(
+                "IMAP_MCP_STORE_KEYS is not set: nothing can be encrypted; set it to one or more random keys."
+            )
         nonce = secrets.token_bytes(_NONCE_BYTES)
         sealed = self._aeads[0].encrypt(nonce, plaintext.encode(), _context(account, column))
         return PREFIX + base64.urlsafe_b64encode(nonce + sealed).decode()
 
     def decrypt(self, stored: str, account: str, column: str) -> str:
         if not stored.startswith(PREFIX):
-            raise Unreadable("not a stored ciphertext")
+            raise Unreadable("a stored webhook setting is not a ciphertext of this server: save the webhook again.")
         try:
             raw = base64.urlsafe_b64decode(stored[len(PREFIX) :])
         except ValueError:
-            raise Unreadable("not a stored ciphertext") from None
+            raise Unreadable(
+                "a stored webhook setting is not a ciphertext of this server: save the webhook again."
+            ) from None
         nonce, sealed = raw[:_NONCE_BYTES], raw[_NONCE_BYTES:]
         for aead in self._aeads:
             try:
                 return aead.decrypt(nonce, sealed, _context(account, column)).decode()
             except InvalidTag:
                 continue
-        raise Unreadable("no configured key decrypts it")
+        raise Unreadable(
+            "no key in IMAP_MCP_STORE_KEYS decrypts the saved webhook settings: save the webhook again (webhook set)."
+        )
 
     def __repr__(self) -> str:
         return f"StoreCipher({len(self._aeads)} key(s))"

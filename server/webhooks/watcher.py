@@ -36,10 +36,6 @@ BATCH = 200
 MAX_RECONNECT_WAIT = 60.0
 
 
-class _MarkMoved(Exception):
-    """Another watcher moved the mark first: nothing of this batch is written."""
-
-
 class InboxWatcher:
     """Turns new INBOX mail of one account into outbox events while `active` is set."""
 
@@ -120,21 +116,18 @@ class InboxWatcher:
         if not new:
             return 0
         payloads = self._payloads(client, uidvalidity, new)
-        try:
-            with self.store.transaction() as tx:
-                self._advance(tx, uidvalidity, last_uid, new[-1])
-                row = load_row(tx, self.account)
-                if row is None:
-                    raise _MarkMoved
-                added = enqueue(tx, row, payloads, time.time(), self.settings)
-        except _MarkMoved:
-            return 0
+        with self.store.transaction() as tx:
+            tx.lock_account(self.account)
+            row = load_row(tx, self.account)
+            if row is None or not self._advance(tx, uidvalidity, last_uid, new[-1]):
+                return 0  # cleared meanwhile, or another watcher got there first: nothing written
+            added = enqueue(tx, row, payloads, time.time(), self.settings)
         get_logger().info("watch: %s INBOX %d new message(s), uids %d-%d", self.account, added, new[0], new[-1])
         self.added.set()
         return added
 
-    def _advance(self, tx: Tx, uidvalidity: int, last_uid: int, to_uid: int) -> None:
-        tx.lock_account(self.account)
+    def _advance(self, tx: Tx, uidvalidity: int, last_uid: int, to_uid: int) -> bool:
+        """Move the mark from `last_uid` to `to_uid`; False if it is no longer at `last_uid`."""
         moved = tx.run(
             "UPDATE mailbox_marks SET last_uid = ? WHERE account = ? AND mailbox = ? AND uidvalidity = ? "
             "AND last_uid = ?",
@@ -144,8 +137,7 @@ class InboxWatcher:
             uidvalidity,
             last_uid,
         )
-        if moved != 1:
-            raise _MarkMoved
+        return moved == 1
 
     def _start_mark(self, client: IMAPClient, uidvalidity: int, old: tuple[Any, ...] | None) -> None:
         """Start at the mailbox's current end (first run, or a new mailbox generation)."""
