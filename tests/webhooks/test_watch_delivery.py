@@ -97,10 +97,11 @@ async def test_receiver_down_pauses_after_ten_failures_and_enabling_delivers(sql
     assert paused.paused and paused.enabled and paused.consecutive_failures >= 10
     assert paused.paused_since is not None and paused.next_retry_at is not None
     assert paused.last_error == "could not connect to the receiver" and paused.pending_events == 1
+    async with served(served_settings(operator)) as client:  # while the receiver is still down
+        enabled = structured(await client.call_tool("set_webhook_enabled", {"enabled": True}))
+    assert enabled["paused"] is False and enabled["consecutive_failures"] == 0 and enabled["pending_events"] == 1
+    assert enabled["next_retry_at"] is None  # retried promptly
     with Receiver(secret, port=port) as receiver:
-        async with served(served_settings(operator)) as client:
-            enabled = structured(await client.call_tool("set_webhook_enabled", {"enabled": True}))
-        assert enabled["paused"] is False and enabled["consecutive_failures"] == 0 and enabled["pending_events"] == 1
         [delivery] = receiver.wait_for(1)
         assert delivery.event["data"]["subject"] == f"{SUBJECT} #2"
     status = wait_for_status(operator, "active")
