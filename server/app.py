@@ -23,6 +23,7 @@ from imap_mcp.server.tools import (
     reading,
     sending,
     server_info,
+    webhooks,
 )
 
 NAME = "imap-mcp"
@@ -75,6 +76,7 @@ def build_server(
         guarded.register(mcp, pool, guard)
     sending.register(mcp, pool, guard, settings.smtp)
     server_info.register(mcp, account, pool, guard)
+    webhooks.register(mcp, settings.webhooks, settings.imap.account)
     if settings.spec_fixtures:
         from imap_mcp.spec_fixtures import register as register_spec_fixtures
 

@@ -31,6 +31,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     auth.add_argument("provider", metavar="google|microsoft|TOKEN_URL", help="the provider, or its token endpoint")
     auth.add_argument("--flow", choices=("device", "browser"), help="device code, or a browser on this machine")
     auth.add_argument("--token-file", help="where to save it (default IMAP_OAUTH_TOKEN_FILE, else ~/.config/imap-mcp)")
+    from imap_mcp.server.webhooks.command import add_webhook_commands
+
+    add_webhook_commands(commands)
     for sub in (serve, demo):
         sub.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
         sub.add_argument("--port", type=int, default=DEFAULT_HTTP_PORT, help="port (default 8000)")
@@ -51,6 +54,16 @@ def main(argv: Sequence[str] | None = None) -> None:
         run_auth(args.provider, args.flow, args.token_file)
         return
     accounts = load_or_exit(load_accounts, os.environ)
+    if args.command in ("webhook", "watch"):
+        from imap_mcp.server.accounts.serving import stdio_account
+        from imap_mcp.server.webhooks.command import run_watch, run_webhook
+
+        chosen = load_or_exit(lambda _env: stdio_account(accounts, args.account), os.environ)
+        if args.command == "webhook":
+            run_webhook(chosen.settings, args)
+        else:
+            run_watch(chosen.settings)
+        return
     from imap_mcp.server.accounts.serving import account_server, accounts_http_app, stdio_account
     from imap_mcp.server.transports import run_stdio, serve_app
 

@@ -19,6 +19,7 @@ from imap_mcp.server.outgoing.compose import parse_address
 
 if TYPE_CHECKING:
     from imap_mcp.server.oauth.settings import AuthMode, OAuthSettings
+    from imap_mcp.server.webhooks.settings import WebhookSettings
 
 TlsMode = Literal["implicit", "starttls", "none"]
 TLS_MODES: tuple[TlsMode, ...] = ("implicit", "starttls", "none")
@@ -112,6 +113,14 @@ class Settings:
     download_dir: Path | None = None
     #: IMAP_MCP_SPEC_FIXTURES: register the conformance-suite fixtures (test-only)
     spec_fixtures: bool = False
+    #: IMAP_MCP_WEBHOOKS, IMAP_MCP_STORE*, IMAP_MCP_WEBHOOK_*: the new-mail webhook and its store
+    webhooks: WebhookSettings = field(default_factory=lambda: _webhook_defaults())
+
+
+def _webhook_defaults() -> WebhookSettings:
+    from imap_mcp.server.webhooks.settings import WebhookSettings
+
+    return WebhookSettings()
 
 
 def is_loopback(host: str) -> bool:
@@ -162,7 +171,7 @@ def _positive_float(env: Mapping[str, str], name: str, default: float) -> float:
     return value
 
 
-def _flag(env: Mapping[str, str], name: str, default: bool) -> bool:
+def flag(env: Mapping[str, str], name: str, default: bool) -> bool:
     return _choice(env, name, ("true", "false"), "true" if default else "false") == "true"
 
 
@@ -185,19 +194,19 @@ def _elicitation(env: Mapping[str, str]) -> bool:
     return value == "true"
 
 
-def _seal_keys(env: Mapping[str, str]) -> tuple[Secret, ...]:
-    raw = env.get("IMAP_MCP_SEAL_KEYS", "")
+def key_list(env: Mapping[str, str], name: str = "IMAP_MCP_SEAL_KEYS") -> tuple[Secret, ...]:
+    """A comma-separated key ring (IMAP_MCP_SEAL_KEYS, IMAP_MCP_STORE_KEYS): the first one seals or encrypts."""
+    raw = env.get(name, "")
     keys = tuple(k.strip() for k in raw.split(",") if k.strip())
     for position, key in enumerate(keys, start=1):
         if len(key) < MIN_SEAL_KEY_LENGTH:
             raise ConfigError(
-                f"IMAP_MCP_SEAL_KEYS key {position} is too short: use comma-separated random keys of at least "
+                f"{name} key {position} is too short: use comma-separated random keys of at least "
                 f"{MIN_SEAL_KEY_LENGTH} characters each (e.g. from: openssl rand -base64 32)."
             )
         if key in keys[: position - 1]:
             raise ConfigError(
-                f"IMAP_MCP_SEAL_KEYS key {position} repeats an earlier key: list each key once (first seals, "
-                "every one opens)."
+                f"{name} key {position} repeats an earlier key: list each key once (first seals, every one opens)."
             )
     return tuple(Secret(k) for k in keys)
 
@@ -307,6 +316,8 @@ def _smtp_oauth(env: Mapping[str, str], imap: ImapSettings) -> OAuthSettings:
 
 def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     """Read every setting from `env` (default: the process environment)."""
+    from imap_mcp.server.webhooks.settings import load_webhook_settings
+
     env = os.environ if env is None else env
     elicitation = _elicitation(env)  # first: its own exit code (1) wins over any other bad setting
     imap = load_imap_settings(env)
@@ -314,7 +325,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         imap=imap,
         smtp=load_smtp_settings(env, imap),
         elicitation=elicitation,
-        seal_keys=_seal_keys(env),
+        seal_keys=key_list(env),
         download_dir=_download_dir(env),
-        spec_fixtures=_flag(env, "IMAP_MCP_SPEC_FIXTURES", False),
+        spec_fixtures=flag(env, "IMAP_MCP_SPEC_FIXTURES", False),
+        webhooks=load_webhook_settings(env),
     )

@@ -32,6 +32,9 @@ TOOL_NAMES = (
     "send_message",
     "reply_to_message",
     SERVER_INFO_TOOL,
+    "get_webhook_status",
+    "set_webhook_enabled",
+    "set_webhook_outbox_limits",
 )
 SENDING_TOOLS = ("send_message", "reply_to_message")
 POLICY_VARIABLES = ("IMAP_MCP_READ_ONLY", "IMAP_MCP_TOOLS", "IMAP_MCP_DISABLE_TOOLS")

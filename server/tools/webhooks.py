@@ -1,0 +1,128 @@
+"""get_webhook_status, set_webhook_enabled, set_webhook_outbox_limits: the account's new-mail webhook.
+
+No tool sets or shows the URL, the auth header or the signing secret: an assistant that reads
+untrusted mail must not be able to point notifications elsewhere or read those secrets. The
+operator sets them with `imap-mcp webhook set`. Neither setter asks a person (see README,
+"Webhooks"): both are marked destructiveHint, and what they lose is notifications, not mail.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Annotated, Any
+
+from anyio import to_thread
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from imap_mcp.server.logs import get_logger
+from imap_mcp.server.tools.annotations import read_only
+from imap_mcp.server.tools.errors import refusals
+from imap_mcp.server.webhooks.operations import KEEP, WebhookAccount, limit_change
+from imap_mcp.server.webhooks.settings import WebhookSettings
+from imap_mcp.server.webhooks.status import LimitsStatus, WebhookStatus
+from imap_mcp.server.webhooks.store import Store
+
+STATUS_TITLE = "Get webhook status"
+ENABLED_TITLE = "Turn the new-mail webhook on or off"
+LIMITS_TITLE = "Set webhook outbox limits"
+
+
+def _setter(title: str, open_world: bool) -> ToolAnnotations:
+    return ToolAnnotations(
+        title=title, read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=open_world
+    )
+
+
+def _status_annotations() -> ToolAnnotations:
+    return read_only(STATUS_TITLE).model_copy(update={"open_world_hint": False})
+
+
+def register(mcp: MCPServer, settings: WebhookSettings, account: str) -> None:
+    @functools.cache
+    def opened() -> WebhookAccount:
+        return WebhookAccount(Store(settings.store_url), settings, account)
+
+    async def run(method: str, *args: Any) -> Any:
+        with refusals():
+            webhook = await to_thread.run_sync(opened)
+            return await to_thread.run_sync(getattr(webhook, method), *args)
+
+    @mcp.tool(
+        name="get_webhook_status",
+        title=STATUS_TITLE,
+        description=(
+            "This account's new-mail webhook: active, paused, disabled, unreadable, not_configured or unavailable, "
+            "with the delivery counters, the effective outbox limits and the server ceilings. Host only: never the "
+            "URL, path, signing secret, auth header or ciphertext."
+        ),
+        annotations=_status_annotations(),
+    )
+    async def get_webhook_status() -> WebhookStatus:
+        status: WebhookStatus = await run("status")
+        return status
+
+    @mcp.tool(
+        name="set_webhook_enabled",
+        title=ENABLED_TITLE,
+        description=(
+            "Turn this account's new-mail webhook on or off. Enabling clears a pause and the failure count and "
+            "retries promptly; events kept while it was paused are kept. Turning it back on after it was turned off "
+            "skips events queued while it was off. Enabling unreadable settings, or an empty or invalid URL, is "
+            "refused. No tool sets the URL or secrets: the operator does, on the account page."
+        ),
+        annotations=_setter(ENABLED_TITLE, open_world=True),
+    )
+    async def set_webhook_enabled(
+        enabled: Annotated[bool, Field(description="Whether new-mail alerts should be delivered.")],
+    ) -> WebhookStatus:
+        status: WebhookStatus = await run("set_enabled", enabled)
+        get_logger().info("webhook: %s enabled=%s state=%s", account, enabled, status.state)
+        return status
+
+    @mcp.tool(
+        name="set_webhook_outbox_limits",
+        title=LIMITS_TITLE,
+        description=(
+            "Set how long this account keeps new-mail events, and how many. Omit a field to leave it. JSON null or "
+            "'default' uses the server default for that field; reset true resets both. Lowering a limit deletes the "
+            "oldest kept events, including ones not delivered yet (events_pruned says how many). Needs a webhook "
+            "saved on the account page."
+        ),
+        annotations=_setter(LIMITS_TITLE, open_world=False),
+    )
+    async def set_webhook_outbox_limits(
+        ctx: Context,
+        retention: Annotated[
+            int | str | None,
+            Field(
+                description="A whole number of seconds, or a duration such as 36h, 30d or 90m. Omit to leave the "
+                "retention unchanged. JSON null or 'default' stores the server default."
+            ),
+        ] = None,
+        max_events: Annotated[
+            int | str | None,
+            Field(
+                description="How many events to keep. Omit to leave the cap unchanged. JSON null or 'default' "
+                "stores the server default."
+            ),
+        ] = None,
+        reset: Annotated[
+            bool, Field(description="When true, both limits return to the server default; the others are ignored.")
+        ] = False,
+    ) -> LimitsStatus:
+        given = _given_arguments(ctx)
+        with refusals():
+            new_retention = limit_change(retention, "retention") if "retention" in given and not reset else KEEP
+            new_events = limit_change(max_events, "max_events") if "max_events" in given and not reset else KEEP
+        status: LimitsStatus = await run("set_limits", new_retention, new_events, reset)
+        get_logger().info("webhook: %s outbox limits set, events_pruned=%d", account, status.events_pruned)
+        return status
+
+
+def _given_arguments(ctx: Context) -> set[str]:
+    """The argument names the caller sent: an omitted limit is left alone, an explicit null means the default."""
+    params = ctx.request_context.params or {}
+    arguments = params.get("arguments") or {}
+    return set(arguments) if isinstance(arguments, dict) else set()

@@ -1,0 +1,160 @@
+"""The operator side: `imap-mcp webhook set/show/clear` (the reference's account page) and `imap-mcp watch`."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+import uuid
+from typing import Any, NoReturn
+
+import httpx
+
+from imap_mcp.server.config import Settings
+from imap_mcp.server.errors import ImapMcpError
+from imap_mcp.server.logs import get_logger
+from imap_mcp.server.webhooks.cipher import StoreCipher
+from imap_mcp.server.webhooks.delivery import deliver_one
+from imap_mcp.server.webhooks.leases import LEASE_SECONDS, hold_lease, release_lease
+from imap_mcp.server.webhooks.operations import WebhookAccount
+from imap_mcp.server.webhooks.outbox import drop_queued_while_off
+from imap_mcp.server.webhooks.rows import (
+    clear_endpoint,
+    invalid_url_reason,
+    load_row,
+    parse_auth_header,
+    save_endpoint,
+)
+from imap_mcp.server.webhooks.store import Store
+from imap_mcp.server.webhooks.watcher import InboxWatcher
+
+#: how often an idle pump looks for due events (retries, or events another process added)
+PUMP_POLL = 1.0
+
+
+def add_webhook_commands(commands: Any) -> None:
+    """`webhook set|show|clear` and `watch` on the CLI's subcommand parser."""
+    webhook = commands.add_parser("webhook", help="set, show or clear the account's new-mail webhook (operator only)")
+    actions = webhook.add_subparsers(dest="webhook_action", metavar="ACTION", required=True)
+    setting = actions.add_parser("set", help="save and turn on the webhook; prints the signing secret once")
+    setting.add_argument("--url", required=True, help="where events are POSTed (https://…)")
+    setting.add_argument("--auth-header", help="a header sent with every event, e.g. 'Authorization: Bearer …'")
+    actions.add_parser("show", help="what get_webhook_status shows (never the URL or secrets)")
+    actions.add_parser("clear", help="remove the webhook and its outbox")
+    watch = commands.add_parser("watch", help="watch INBOX and deliver new-mail events (one active per account)")
+    for parser in (webhook, watch):
+        parser.add_argument("--account", metavar="NAME", help="the account of IMAP_MCP_ACCOUNTS_FILE (one per watcher)")
+
+
+def _fail(message: str) -> NoReturn:
+    print(f"imap-mcp: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def run_webhook(settings: Settings, args: argparse.Namespace) -> None:
+    try:
+        store = Store(settings.webhooks.store_url)
+        account = settings.imap.account
+        if args.webhook_action == "set":
+            _set(store, settings, args.url, args.auth_header)
+        elif args.webhook_action == "clear":
+            with store.transaction() as tx:
+                cleared = clear_endpoint(tx, account)
+            print(f"Webhook of {account} cleared." if cleared else f"No webhook was saved for {account}.")
+        else:
+            print(WebhookAccount(store, settings.webhooks, account).status().model_dump_json(indent=2))
+    except ImapMcpError as exc:
+        _fail(str(exc))
+
+
+def _set(store: Store, settings: Settings, url: str, auth_header: str | None) -> None:
+    reason = invalid_url_reason(url)
+    if reason is not None:
+        _fail(f"--url is not valid: {reason}; give the receiver's full https:// URL.")
+    header = None
+    if auth_header is not None:
+        try:
+            header = parse_auth_header(auth_header)
+        except ValueError as exc:
+            _fail(str(exc))
+    cipher = StoreCipher([key.reveal() for key in settings.webhooks.store_keys])
+    if not cipher.can_encrypt:
+        _fail(
+            "IMAP_MCP_STORE_KEYS is not set: the URL, auth header and signing secret are stored encrypted; set it "
+            "to one or more random keys of at least 32 characters (e.g. from: openssl rand -base64 32)."
+        )
+    with store.transaction() as tx:
+        tx.lock_account(settings.imap.account)
+        saved = load_row(tx, settings.imap.account)
+        if saved is not None and not saved.enabled:
+            drop_queued_while_off(tx, saved)  # turning it on here skips them, as set_webhook_enabled does
+        secret = save_endpoint(tx, cipher, settings.imap.account, url, header)
+    print(f"Webhook of {settings.imap.account} saved and turned on.")
+    print("Signing secret (shown only now; give it to the receiver to verify webhook-signature):")
+    print(secret)
+
+
+def run_watch(settings: Settings) -> None:
+    """Watch and deliver until SIGTERM or SIGINT; several may run, one holds the account's lease."""
+    if not settings.webhooks.enabled:
+        _fail("IMAP_MCP_WEBHOOKS=false: webhooks are turned off on this server, so there is nothing to watch.")
+    try:
+        store = Store(settings.webhooks.store_url)
+    except ImapMcpError as exc:
+        _fail(str(exc))
+    stop, active, added = threading.Event(), threading.Event(), threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    account = settings.imap.account
+    holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+    threads = [
+        threading.Thread(target=_keep_lease, args=(store, account, holder, active, stop), daemon=True),
+        threading.Thread(
+            target=InboxWatcher(settings.imap, store, settings.webhooks, active, stop, added).run, daemon=True
+        ),
+    ]
+    for thread in threads:
+        thread.start()
+    get_logger().info("watch: %s started (store: %r)", account, store)
+    try:
+        _pump(store, settings, active, stop, added)
+    finally:
+        stop.set()
+        release_lease(store, account, holder)
+        get_logger().info("watch: %s stopped", account)
+
+
+def _keep_lease(store: Store, account: str, holder: str, active: threading.Event, stop: threading.Event) -> None:
+    was_active: bool | None = None
+    while not stop.is_set():
+        try:
+            held = hold_lease(store, account, holder, time.time())
+        except ImapMcpError as exc:
+            get_logger().warning("watch: lease not renewed (%s)", exc)
+            held = False
+        (active.set if held else active.clear)()
+        if held != was_active:
+            get_logger().info("watch: %s %s", account, "active" if held else "standing by (another watcher is active)")
+            was_active = held
+        stop.wait(LEASE_SECONDS / 3)
+
+
+def _pump(
+    store: Store, settings: Settings, active: threading.Event, stop: threading.Event, added: threading.Event
+) -> None:
+    cipher = StoreCipher([key.reveal() for key in settings.webhooks.store_keys])
+    with httpx.Client(follow_redirects=False) as client:
+        while not stop.is_set():
+            delivered = False
+            if active.is_set():
+                try:
+                    delivered = deliver_one(store, cipher, settings.webhooks, settings.imap.account, client)
+                except ImapMcpError as exc:
+                    get_logger().warning("watch: delivery skipped (%s)", exc)
+            if not delivered:
+                added.wait(PUMP_POLL)
+                added.clear()
