@@ -374,7 +374,7 @@ def pool_without(
 ALICE_TOKEN = "alice-token-0123456789abcdef"
 BOB_TOKEN = "bob-token-0123456789abcdef"
 #: the tools of a read-only account (and of one without SMTP, the read-only ones among them)
-READ_TOOLS = ["get_attachments", "get_message", "get_server_info", "list_mailboxes", "search_messages"]
+READ_TOOLS = ["get_attachments", "get_message", "get_server_info", "get_webhook_status", "list_mailboxes", "search_messages"]
 
 
 def accounts_env(

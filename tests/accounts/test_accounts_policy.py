@@ -41,6 +41,8 @@ EVERY_TOOL_WITHOUT_SMTP = sorted(
         "move_messages",
         "save_draft",
         "set_message_flags",
+        "set_webhook_enabled",
+        "set_webhook_outbox_limits",
     ]
 )
 
