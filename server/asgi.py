@@ -29,5 +29,5 @@ def create_app(env: Mapping[str, str] | None = None) -> ASGIApp:
     setup_logging()
     settings = load_or_exit(load_settings, env)
     http_settings = load_or_exit(load_http_settings, env)
-    announce(settings)
+    announce(settings, http=True)
     return http_app(build_server(settings), http_settings)

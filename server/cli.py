@@ -1,32 +1,69 @@
-"""The `imap-mcp` command: stdio (default), serve (HTTP) and demo."""
+"""The `imap-mcp` command: stdio (default), serve (HTTP), check and demo."""
 
 from __future__ import annotations
 
 import argparse
 import os
+import sys
+import threading
 from collections.abc import Sequence
 
-from imap_mcp.server.config import load_settings
-from imap_mcp.server.http_access import load_http_settings
+from imap_mcp.server.config import Settings, load_settings
+from imap_mcp.server.http_access import load_http_settings, require_authentication_off_loopback
 from imap_mcp.server.logs import setup_logging
 from imap_mcp.server.startup import announce, load_or_exit
 
 DEFAULT_HTTP_PORT = 8000
+SETTINGS_HELP = (
+    "Configuration comes from environment variables (IMAP_HOST, IMAP_PORT, IMAP_USERNAME, IMAP_PASSWORD, "
+    "IMAP_TLS, IMAP_CA_FILE, SMTP_*, IMAP_MCP_*; see the README). Run `imap-mcp check` first."
+)
+Formatter = argparse.ArgumentDefaultsHelpFormatter
+
+
+def package_version() -> str:
+    from importlib.metadata import version
+
+    return version("imap-mcp")
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="imap-mcp",
-        description="An MCP server for one IMAP mailbox. Configuration comes from environment variables "
-        "(IMAP_HOST, IMAP_PORT, IMAP_USERNAME, IMAP_PASSWORD, IMAP_TLS, IMAP_CA_FILE, ...; see README).",
+        prog="imap-mcp", description=f"An MCP server for one IMAP mailbox. {SETTINGS_HELP}", formatter_class=Formatter
     )
+    parser.add_argument("--version", action="version", version=f"imap-mcp {package_version()}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    commands.add_parser("stdio", help="serve over stdio (the default)")
-    serve = commands.add_parser("serve", help="serve Streamable HTTP at /mcp")
-    demo = commands.add_parser("demo", help="start a private Dovecot with sample mail and serve it over HTTP")
+    commands.add_parser(
+        "stdio",
+        help="serve over stdio (the default)",
+        description="Serve MCP over stdin/stdout, for a desktop client that starts imap-mcp itself. " + SETTINGS_HELP,
+        formatter_class=Formatter,
+    )
+    serve = commands.add_parser(
+        "serve",
+        help="serve Streamable HTTP at /mcp",
+        description="Serve MCP (Streamable HTTP) at http://HOST:PORT/mcp. A non-loopback --host needs "
+        "IMAP_MCP_AUTH_TOKENS (or IMAP_MCP_ALLOW_UNAUTHENTICATED=true behind an authenticating gateway). "
+        + SETTINGS_HELP,
+        formatter_class=Formatter,
+    )
+    commands.add_parser(
+        "check",
+        help="try the configuration for real and say what works",
+        description="Connect to the IMAP server (and the SMTP server when SMTP_HOST is set) as configured and "
+        "print one line per step; exit 0 when imap-mcp can do its job, 1 otherwise. " + SETTINGS_HELP,
+        formatter_class=Formatter,
+    )
+    demo = commands.add_parser(
+        "demo",
+        help="start a private Dovecot with sample mail and serve it over HTTP",
+        description="Start a private Dovecot with sample mail and a local SMTP sink, serve them over HTTP and "
+        "print client entries for HTTP and stdio. Needs dovecot (Debian package dovecot-imapd).",
+        formatter_class=Formatter,
+    )
     for sub in (serve, demo):
-        sub.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-        sub.add_argument("--port", type=int, default=DEFAULT_HTTP_PORT, help="port (default 8000)")
+        sub.add_argument("--host", default="127.0.0.1", help="address to listen on")
+        sub.add_argument("--port", type=int, default=DEFAULT_HTTP_PORT, help="port to listen on")
     return parser.parse_args(argv)
 
 
@@ -39,13 +76,48 @@ def main(argv: Sequence[str] | None = None) -> None:
         run_demo(args.host, args.port)
         return
     settings = load_or_exit(load_settings, os.environ)
-    if args.command == "serve":
-        http_settings = load_or_exit(load_http_settings, os.environ)
-    announce(settings)
-    from imap_mcp.server.app import build_server
-    from imap_mcp.server.transports import run_http, run_stdio
-
-    if args.command == "serve":
-        run_http(build_server(settings), args.host, args.port, http_settings)
+    if args.command == "check":
+        run_check_command(settings)
+    elif args.command == "serve":
+        serve(settings, args.host, args.port)
     else:
+        announce(settings, http=False)
+        from imap_mcp.server.app import build_server
+        from imap_mcp.server.transports import run_stdio
+
         run_stdio(build_server(settings))
+
+
+def run_check_command(settings: Settings) -> None:
+    from imap_mcp.server.check import ready, run_check
+
+    steps = run_check(settings)
+    for step in steps:
+        print(step.line, flush=True)
+    if ready(steps):
+        print("imap-mcp check: ready — imap-mcp can serve this mailbox.")
+        return
+    print("imap-mcp check: not ready — fix the setting named in the fail line above.")
+    raise SystemExit(1)
+
+
+def serve(settings: Settings, host: str, port: int) -> None:
+    from imap_mcp.server.app import build_server
+    from imap_mcp.server.transports import listen_or_exit, run_http
+
+    http_settings = load_or_exit(load_http_settings, os.environ)
+    load_or_exit(lambda _: require_authentication_off_loopback(host, http_settings), os.environ)
+    sock = listen_or_exit(host, port)
+    announce(settings, http=True)
+    report_check_in_background(settings)
+    run_http(build_server(settings), sock, http_settings)
+
+
+def report_check_in_background(settings: Settings) -> None:
+    """The check's one-line summary on stderr, when it is done: an IMAP server that is down never delays serving."""
+    from imap_mcp.server.check import run_check, summary
+
+    def report() -> None:
+        print(f"imap-mcp: {summary(settings, run_check(settings))}", file=sys.stderr, flush=True)
+
+    threading.Thread(target=report, name="imap-mcp-check", daemon=True).start()

@@ -21,7 +21,7 @@ def load_or_exit(loader: Callable[[Mapping[str, str]], T], env: Mapping[str, str
         raise SystemExit(exc.exit_code) from None
 
 
-def announce(settings: Settings) -> None:
-    """The start lines about how the server asks (random seal key, ELICITATION=false), once each."""
-    for line in start_lines(settings):
+def announce(settings: Settings, http: bool) -> None:
+    """The start lines about how the server asks (random seal key over HTTP, ELICITATION=false), once each."""
+    for line in start_lines(settings, http):
         print(f"imap-mcp: {line}", file=sys.stderr)

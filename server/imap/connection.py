@@ -21,6 +21,13 @@ def _where(settings: ImapSettings) -> str:
     return f"{settings.host}:{settings.port} ({settings.tls} TLS)"
 
 
+def _timed_out(settings: ImapSettings, waiting_for: str) -> MailboxUnavailable:
+    return MailboxUnavailable(
+        f"The IMAP server {_where(settings)} did not answer within IMAP_TIMEOUT={settings.timeout:g} s while waiting "
+        f"for {waiting_for}; check IMAP_HOST and IMAP_PORT, or raise IMAP_TIMEOUT for a slow server."
+    )
+
+
 def connect(settings: ImapSettings) -> IMAPClient:
     """A logged-in client, or `MailboxUnavailable` with a message safe to show (never the password)."""
     try:
@@ -31,6 +38,8 @@ def connect(settings: ImapSettings) -> IMAPClient:
             ssl_context=tls_context(settings.ca_file) if settings.tls == "implicit" else None,
             timeout=settings.timeout,
         )
+    except TimeoutError:
+        raise _timed_out(settings, "the connection, its TLS handshake and the IMAP greeting") from None
     except ssl.SSLError as exc:
         raise MailboxUnavailable(
             f"TLS with the IMAP server {_where(settings)} failed ({exc.reason or exc}); check IMAP_TLS, "
@@ -45,6 +54,9 @@ def connect(settings: ImapSettings) -> IMAPClient:
         if settings.tls == "starttls":
             client.starttls(tls_context(settings.ca_file))
         client.login(settings.username, settings.password.reveal())
+    except TimeoutError:
+        _close_quietly(client)
+        raise _timed_out(settings, "STARTTLS and the answer to LOGIN") from None
     except LoginError:
         _close_quietly(client)
         raise MailboxUnavailable(
