@@ -9,7 +9,6 @@ import threading
 from collections.abc import Sequence
 
 from imap_mcp.server.config import Settings, load_settings
-from imap_mcp.server.http_access import load_http_settings, require_authentication_off_loopback
 from imap_mcp.server.logs import setup_logging
 from imap_mcp.server.startup import announce, load_or_exit
 
@@ -103,6 +102,7 @@ def run_check_command(settings: Settings) -> None:
 
 def serve(settings: Settings, host: str, port: int) -> None:
     from imap_mcp.server.app import build_server
+    from imap_mcp.server.http_access import load_http_settings, require_authentication_off_loopback
     from imap_mcp.server.transports import listen_or_exit, run_http
 
     http_settings = load_or_exit(load_http_settings, os.environ)

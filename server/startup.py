@@ -7,7 +7,6 @@ from collections.abc import Callable, Mapping
 from typing import TypeVar
 
 from imap_mcp.server.config import ConfigError, Settings
-from imap_mcp.server.guard import start_lines
 
 T = TypeVar("T")
 
@@ -23,5 +22,7 @@ def load_or_exit(loader: Callable[[Mapping[str, str]], T], env: Mapping[str, str
 
 def announce(settings: Settings, http: bool) -> None:
     """The start lines about how the server asks (random seal key over HTTP, ELICITATION=false), once each."""
+    from imap_mcp.server.guard import start_lines  # here: `check` and `--version` need not load the MCP SDK
+
     for line in start_lines(settings, http):
         print(f"imap-mcp: {line}", file=sys.stderr)

@@ -106,6 +106,18 @@ def stdio_params(env: dict[str, str]) -> StdioServerParameters:
     return StdioServerParameters(command=sys.executable, args=["-m", "imap_mcp.server", "stdio"], env=env)
 
 
+def run_cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """`imap-mcp ARGS` run to its end, with stdout and stderr as text."""
+    return subprocess.run(
+        [sys.executable, "-m", "imap_mcp.server", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+
+
 def wait_for_port(port: int, process: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
