@@ -130,8 +130,14 @@ def wait_for_port(port: int, process: subprocess.Popen[bytes], timeout: float = 
 
 
 @contextlib.contextmanager
-def http_server(env: dict[str, str], *args: str, log_path: Path | None = None) -> Iterator[str]:
-    """Run `imap-mcp serve` on a free port; yields its MCP URL.
+def http_server(
+    env: dict[str, str],
+    *args: str,
+    log_path: Path | None = None,
+    command: tuple[str, ...] = (sys.executable, "-m", "imap_mcp.server"),
+    cwd: Path | None = None,
+) -> Iterator[str]:
+    """Run `imap-mcp serve` (`command serve`) on a free port; yields its MCP URL.
 
     The server's stderr goes to `log_path` (default: a temp file removed afterwards), never to
     a pipe nobody reads, so a chatty server cannot block on a full pipe.
@@ -142,8 +148,9 @@ def http_server(env: dict[str, str], *args: str, log_path: Path | None = None) -
             log_path = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="imap-mcp-log."))) / "stderr.log"
         log = stack.enter_context(open(log_path, "ab"))
         process = subprocess.Popen(
-            [sys.executable, "-m", "imap_mcp.server", "serve", "--port", str(port), *args],
+            [*command, "serve", "--port", str(port), *args],
             env=env,
+            cwd=cwd,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=log,
