@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import contextlib
-import socket
-import threading
-from collections.abc import Iterator
-
 import pytest
-from harness import ANY_USER_PASSWORD, Account, new_account, run_cli, start_dovecot
+from harness import ANY_USER_PASSWORD, Account, error_text, new_account, run_cli, start_dovecot
+from mcp import Client
 from smtp_capture import SENDER, CaptureSMTP
 
+from imap_mcp.server.app import build_server
+from imap_mcp.server.config import load_settings
 from imap_mcp.server.demo.dovecot import Dovecot, free_port
 
 SECRET = "hunter2-secret-pw"
@@ -28,31 +26,6 @@ def failed_line(lines: list[str]) -> str:
     failed = [line for line in lines if line.startswith("fail")]
     assert len(failed) == 1, lines
     return failed[0]
-
-
-@pytest.fixture
-def silent_port() -> Iterator[int]:
-    """A loopback listener that accepts connections and never says a word."""
-    listener = socket.create_server(("127.0.0.1", 0))
-    held: list[socket.socket] = []
-    stop = threading.Event()
-
-    def accept() -> None:
-        listener.settimeout(0.2)
-        while not stop.is_set():
-            with contextlib.suppress(TimeoutError):
-                held.append(listener.accept()[0])
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    try:
-        yield listener.getsockname()[1]
-    finally:
-        stop.set()
-        thread.join()
-        for connection in held:
-            connection.close()
-        listener.close()
 
 
 @pytest.mark.parametrize("tls", ["implicit", "starttls"])
@@ -115,6 +88,15 @@ def test_a_server_that_never_answers_names_imap_timeout(account: Account, silent
     assert code == 1
     line = failed_line(lines)
     assert "IMAP TLS" in line and "within IMAP_TIMEOUT=0.5 s while waiting for the TLS handshake" in line
+
+
+@pytest.mark.anyio
+async def test_a_tool_call_against_a_silent_server_names_imap_timeout(account: Account, silent_port: int) -> None:
+    settings = load_settings(account.env(IMAP_PORT=str(silent_port), IMAP_TIMEOUT="0.5"))
+    async with Client(build_server(settings), mode="2026-07-28") as client:
+        said = error_text(await client.call_tool("list_mailboxes", {}))
+    assert "did not answer within IMAP_TIMEOUT=0.5 s while waiting for the connection, its TLS handshake" in said
+    assert "_ssl.c" not in said and "timed out" not in said
 
 
 def test_starttls_against_the_implicit_tls_port_times_out_waiting_for_the_greeting(account: Account) -> None:

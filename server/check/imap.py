@@ -61,6 +61,15 @@ def check_imap(settings: ImapSettings) -> list[Step]:
             close(client)
     except StepFailed as failed:
         steps.append(failed.step)
+    except (IMAPClientError, imaplib.IMAP4.error, OSError) as exc:
+        steps.append(
+            Step(
+                "IMAP session",
+                "fail",
+                f"the connection to {endpoint.where} failed after LOGIN ({type(exc).__name__}): run the check again; "
+                "if it repeats, the server drops sessions (or answers slower than IMAP_TIMEOUT).",
+            )
+        )
     return steps
 
 
