@@ -13,7 +13,10 @@ Two places:
   with a null id. Here it gets what the spec's check order says: -32602 when `_meta` lacks
   `clientCapabilities`, -32020 when the header is missing or disagrees with the body, -32022
   when both name a handshake-era version (those exist only through `initialize`) — each with
-  the request's id echoed.
+  the request's id echoed. A request inside a 2025-11-25 session (it carries `Mcp-Session-Id`)
+  is the exception: its era was settled by `initialize`, so the 2026 envelope keys a gateway
+  copied into it from its own 2026 client are removed and the request is served in its session
+  (the SDK would otherwise refuse it on the session's stream).
 """
 
 from __future__ import annotations
@@ -31,6 +34,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
 CAPABILITIES_KEY = "io.modelcontextprotocol/clientCapabilities"
+#: the 2026-07-28 request envelope; meaningless inside a 2025-11-25 session
+ENVELOPE_KEYS = frozenset(
+    {VERSION_KEY, CAPABILITIES_KEY, "io.modelcontextprotocol/clientInfo", "io.modelcontextprotocol/logLevel"}
+)
 HEADER_MISMATCH = -32020
 UNSUPPORTED_VERSION = -32022
 #: bodies above this are left to the SDK, which enforces its own (smaller) size limit
@@ -114,11 +121,34 @@ class ModernEnvelopeRouting:
                 body = json.loads(raw)
             except ValueError:
                 body = None
+            if headers.get("mcp-session-id") is not None:
+                stripped = _without_envelope(body)
+                if stripped is not None:
+                    chunks = [json.dumps(stripped).encode()]
+                    scope = _with_content_length(scope, len(chunks[0]))
+                await self.app(scope, _replay(chunks, complete, receive), send)
+                return
             error = _envelope_error(body, header.strip() if header is not None else None)
             if error is not None:
                 await _send_error(send, body.get("id") if isinstance(body, dict) else None, *error)
                 return
         await self.app(scope, _replay(chunks, complete, receive), send)
+
+
+def _without_envelope(body: Any) -> dict[str, Any] | None:
+    """`body` without the 2026 envelope keys in its `_meta`, or None when it has none of them."""
+    params = body.get("params") if isinstance(body, dict) else None
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    if not isinstance(meta, dict) or not ENVELOPE_KEYS & meta.keys():
+        return None
+    kept = {key: value for key, value in meta.items() if key not in ENVELOPE_KEYS}
+    return {**body, "params": {**params, "_meta": kept}}
+
+
+def _with_content_length(scope: Scope, length: int) -> Scope:
+    """`scope` whose Content-Length header says `length` (the body was rewritten)."""
+    headers = [(k, v) for k, v in scope["headers"] if k.lower() != b"content-length"]
+    return {**scope, "headers": [*headers, (b"content-length", str(length).encode())]}
 
 
 async def _read_body(receive: Receive) -> tuple[list[bytes], bool]:
