@@ -3,7 +3,7 @@
 The wheel is built from a copy of the tree's files (tracked and new, not ignored ones), so nothing
 from an earlier build or the editable install can hide a missing module or data file; it is
 installed with its dependencies into a venv outside the checkout, and every command runs from a
-directory outside it. Built once per test run (shared by the xdist workers).
+directory outside it. Built once per test run (under a lock, should two workers ever need it).
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ from mcp import Client, StdioServerParameters
 
 from imap_mcp.server.demo.dovecot import free_port
 
-pytestmark = pytest.mark.anyio
+#: one worker runs them all (`--dist loadgroup`), so one worker builds and the other never waits for it
+pytestmark = [pytest.mark.anyio, pytest.mark.xdist_group("installed")]
 
 ROOT = Path(__file__).resolve().parent.parent
 
