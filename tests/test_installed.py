@@ -1,7 +1,8 @@
 """imap-mcp installed the way users install it: a wheel built from this working tree, in a fresh venv.
 
-The wheel is built from a copy of the tree's files (tracked and new, not ignored ones), so nothing
-from an earlier build or the editable install can hide a missing module or data file; it is
+The sdist is built from a copy of the tree's files (tracked and new, not ignored ones), so nothing
+from an earlier build or the editable install can hide a missing module or data file, and the
+wheel from that sdist, so a file missing from either fails the tests below; the wheel is
 installed with its dependencies into a venv outside the checkout, and every command runs from a
 directory outside it. Built once per test run (under a lock, should two workers ever need it).
 """
@@ -69,17 +70,20 @@ def working_tree_files() -> list[str]:
 
 
 def build_and_install(into: Path) -> None:
-    source, wheels = into / "src", into / "wheels"
+    """sdist from a copy of the working tree, the wheel from that sdist (as pip builds one), then the venv."""
+    source, dist = into / "src", into / "dist"
     for name in working_tree_files():
         (source / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / name, source / name)
+    subprocess.run([sys.executable, "-m", "build", "-q", "--sdist", "--outdir", str(dist), str(source)], check=True)
+    [sdist] = dist.glob("imap_mcp-*.tar.gz")
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
-    subprocess.run([*pip, "wheel", "--no-deps", str(source), "-w", str(wheels)], check=True, cwd=into)
-    [wheel] = wheels.glob("imap_mcp-*.whl")
+    subprocess.run([*pip, "wheel", "--no-deps", str(sdist), "-w", str(dist)], check=True, cwd=into)
+    [wheel] = dist.glob("imap_mcp-*.whl")
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(into / "venv")], check=True, cwd=into)
-    subprocess.run(
-        [*pip, "--python", str(into / "venv" / "bin" / "python"), "install", str(wheel)], check=True, cwd=into
-    )
+    python = str(into / "venv" / "bin" / "python")
+    # with its dependencies, from pip's cache after the first run; no .pyc compiling up front (cheaper)
+    subprocess.run([*pip, "--python", python, "install", "--no-compile", str(wheel)], check=True, cwd=into)
     (into / "cwd").mkdir()
     (into / "done").touch()
 
