@@ -44,7 +44,7 @@ def test_the_working_settings_are_ready_with_every_step_ok(account: Account, tls
     assert all(line.startswith("ok ") for line in lines[:-1]), lines
     assert "STARTTLS" in lines[2] if tls == "starttls" else "implicit TLS" in lines[2]
     assert "MOVE UIDPLUS SORT SPECIAL-USE CONDSTORE" in lines[4]
-    assert "Trash = 'Trash', Sent = 'Sent', Drafts = 'Drafts'" in lines[5]
+    assert "Trash = 'Trash', Sent = 'Sent', Drafts = 'Drafts', Archive = 'Archive', Junk = 'Junk'" in lines[5]
     assert lines[-1].startswith("imap-mcp check: ready")
 
 

@@ -18,6 +18,7 @@ from imap_mcp.server.changes.messages import ChangeRefused, trash_mailbox
 from imap_mcp.server.check.steps import Endpoint, Step, StepFailed, no_tls, reach, tls_ok
 from imap_mcp.server.config import ImapSettings
 from imap_mcp.server.imap.connection import close
+from imap_mcp.server.imap.mailboxes import list_mailboxes
 from imap_mcp.server.outgoing.sent_mailbox import NoSentMailbox, sent_mailbox
 from imap_mcp.server.tls import tls_context
 
@@ -134,7 +135,8 @@ def capabilities_step(client: IMAPClient) -> Step:
 
 
 def mailbox_steps(client: IMAPClient) -> list[Step]:
-    """One line for the mailboxes found for each role, one per role that is missing."""
+    """One line for the mailboxes found for each role (Trash, Sent, Drafts, then Junk, Archive, ...), one per
+    role that matters and is missing."""
     found: dict[str, str] = {}
     steps = []
     for role, (find, without) in ROLES.items():
@@ -142,6 +144,10 @@ def mailbox_steps(client: IMAPClient) -> list[Step]:
             found[role] = find(client)
         except (ChangeRefused, NoSentMailbox):
             steps.append(Step(f"IMAP {role}", "warn", f"no {role} mailbox: {without}."))
+    for mailbox in list_mailboxes(client):
+        role = mailbox.role.capitalize()
+        if mailbox.role not in ("none", "inbox") and role not in found:
+            found[role] = mailbox.name
     if found:
         listed = ", ".join(f"{role} = {name!r}" for role, name in found.items())
         steps.insert(0, Step("IMAP mailboxes", "ok", listed))
