@@ -42,7 +42,7 @@ from mcp import Client, StdioServerParameters
 
 from imap_mcp.server.config import ImapSettings, Secret
 from imap_mcp.server.demo.dovecot import Dovecot
-from imap_mcp.server.imap.lookup import Target
+from imap_mcp.server.imap.lookup import MessageSelection
 from imap_mcp.server.imap.pool import ImapPool, InMailbox
 from imap_mcp.server.reading.reader import HEADER_FIELDS, read_message
 from imap_mcp.server.reading.search import SUMMARY_ITEMS
@@ -342,7 +342,7 @@ async def projection(dovecot: Dovecot, raw: Raw, runs: int, workdir: Path) -> Pr
 
 def memory_growth_mb(dovecot: Dovecot, max_chars: int) -> float:
     pool = ImapPool(ImapSettings("127.0.0.1", dovecot.tls_port, USER, Secret(PASSWORD), "implicit", dovecot.cert_file))
-    target = Target("Big", None, (1,))
+    target = MessageSelection("Big", None, (1,))
     operation = InMailbox("Big", lambda client, examined: read_message(client, examined, target, max_chars))
     pool.run_sync(operation)  # warm: connection, EXAMINE, imports
     tracemalloc.start()

@@ -5,14 +5,13 @@
 people and models read.
 """
 
-from .approval import APPROVAL_TTL, TOKEN_TTL, ApprovalRequest, Approved, Decision, Guard, PrincipalHook, TokenIssued
+from .approval import APPROVAL_TTL, TOKEN_TTL, ApprovalRequest, Decision, Guard, PrincipalHook, TokenIssued
 from .eras import Channel, channel_for
 
 __all__ = [
     "APPROVAL_TTL",
     "TOKEN_TTL",
     "ApprovalRequest",
-    "Approved",
     "Channel",
     "Decision",
     "Guard",

@@ -1,8 +1,10 @@
 """Asking a person before a change a mailbox cannot undo: one code path for every guarded tool.
 
-`Guard.approve` returns `Approved` (run it), an `InputRequiredResult` (return it: the 2026-07-28
-client shows the dialog and retries), or `TokenIssued` (return it: the two-call fallback), and
-raises `ToolError` when the person said no or a token does not fit. See `eras` for which way is
+`Guard.approve` returns one `Decision`: approved (`decision.channel` says how; run the change), or
+not yet, and then `decision.reply(...)` is what the tool returns (the `InputRequiredResult` a
+2026-07-28 client shows as a dialog and retries, or the two-call fallback's token). It raises
+`ToolError` when the person said no or a token does not fit. A guarded tool is registered with
+`Guard.tool`, which names it once for both the server and the guard. See `eras` for which way is
 taken. The binding is always the same: a `Claim` of the target's fingerprint, computed by the
 caller from the call's own arguments and the mailbox's *current* state, sealed by `sealing`.
 
@@ -25,14 +27,22 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import AcceptedElicitation, Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.request_state import RequestStateSecurity, authenticated_principal
 from mcp.shared.exceptions import MCPError
-from mcp.types import ElicitRequest, ElicitRequestFormParams, ElicitResult, InputRequiredResult
+from mcp.types import (
+    CallToolResult,
+    ElicitRequest,
+    ElicitRequestFormParams,
+    ElicitResult,
+    InputRequiredResult,
+    TextContent,
+)
+from pydantic import BaseModel
 
 from imap_mcp.sealing import Claim, KeyRing, Sealer, SealError, Target, fingerprint, question_digest
 
@@ -65,11 +75,6 @@ class ApprovalRequest:
 
 
 @dataclass(frozen=True)
-class Approved:
-    channel: Channel
-
-
-@dataclass(frozen=True)
 class TokenIssued:
     """The first of two calls: nothing ran; `text` explains what the token proves."""
 
@@ -77,7 +82,32 @@ class TokenIssued:
     text: str
 
 
-Decision = Approved | InputRequiredResult | TokenIssued
+@dataclass(frozen=True)
+class Decision:
+    """What `Guard.approve` decided: `channel` is set when the change is approved (and says how);
+    otherwise nothing ran, and `reply` is what the tool returns."""
+
+    channel: Channel | None = None
+    question: InputRequiredResult | None = None  #: a dialog round: the client shows it and retries
+    token: TokenIssued | None = None  #: the first of two calls
+    #: an approved decision's name, from the verified seal: the same on every replay of it, None for a pushed
+    #: dialog (no seal). Derive idempotency keys from it, never from the text of the state or token.
+    identity: str | None = None
+
+    def reply(self, pending: Callable[[str], BaseModel]) -> CallToolResult | InputRequiredResult:
+        """Not approved yet: the dialog round as it is, or the token explained, with `pending(token)` as the
+        structured result (the tool's own result model, saying nothing ran)."""
+        if self.question is not None:
+            return self.question
+        if self.token is None:
+            raise RuntimeError("reply() is for a decision that was not approved; run the change instead")
+        return CallToolResult(
+            content=[TextContent(type="text", text=self.token.text)],
+            structured_content=pending(self.token.token).model_dump(mode="json", by_alias=True),
+        )
+
+
+ToolFunction = TypeVar("ToolFunction", bound=Callable[..., Any])
 
 
 class Guard:
@@ -94,7 +124,7 @@ class Guard:
         self.ring = ring
         self.elicitation = elicitation
         self.principal = principal
-        self.guarded_tools: set[str] = set()
+        self._guarded: set[str] = set()
         self._states = Sealer(ring, purpose="approval-state", ttl=APPROVAL_TTL, clock=clock)
         self._tokens = Sealer(ring, purpose="confirm-token", ttl=TOKEN_TTL, clock=clock)
 
@@ -102,9 +132,21 @@ class Guard:
         """The SDK boundary's policy: the same keys and principal, so states open on any replica."""
         return RequestStateSecurity(keys=list(self.ring.keys), ttl=APPROVAL_TTL, bind_principal=self.principal)
 
+    @property
+    def guarded_tools(self) -> frozenset[str]:
+        """The names registered with `tool` so far."""
+        return frozenset(self._guarded)
+
     def install(self, mcp: MCPServer) -> None:
-        """Make the guarded tools re-ask on a state the SDK boundary refuses (see `reask`)."""
-        install_before_boundary(mcp, ReaskOnUnopenedState(self.guarded_tools))
+        """Make the guarded tools re-ask on a state the SDK boundary refuses (see `reask`). The middleware
+        asks the guard on every request, so tools registered before or after this call are all covered."""
+        install_before_boundary(mcp, ReaskOnUnopenedState(self._guarded.__contains__))
+
+    def tool(self, mcp: MCPServer, name: str, **options: Any) -> Callable[[ToolFunction], ToolFunction]:
+        """Register a tool that asks a person first: `mcp.tool(name=name, **options)`, and guarded by name."""
+        self._guarded.add(name)
+        register: Callable[[ToolFunction], ToolFunction] = mcp.tool(name=name, **options)
+        return register
 
     async def approve(self, ctx: Context, request: ApprovalRequest, confirm_token: str | None) -> Decision:
         """Ask the way this request allows. `confirm_token` counts only on the token path: where a
@@ -119,19 +161,20 @@ class Guard:
     def _principal_of(self, ctx: Context) -> str | None:
         return self.principal(ctx.request_context)
 
-    def _dialog_round(self, ctx: Context, request: ApprovalRequest) -> Approved | InputRequiredResult:
+    def _dialog_round(self, ctx: Context, request: ApprovalRequest) -> Decision:
         """2026-07-28: approve only a fresh seal of this exact claim plus a ticked box; else ask (again)."""
         principal = self._principal_of(ctx)
         if ctx.request_state is not None:
             try:
-                self._states.verify(ctx.request_state, request.claim, principal)
+                opened = self._states.verify(ctx.request_state, request.claim, principal)
             except SealError as exc:
                 logger.info("approval state for %s gave no answer (%s): asking again", request.tool, exc)
-                return self._ask(request, principal)
+                return Decision(question=self._ask(request, principal))
             answer = (ctx.input_responses or {}).get(texts.QUESTION_KEY)
             if isinstance(answer, ElicitResult):
-                return self._judge(request, answer.action, (answer.content or {}).get(texts.APPROVE_FIELD))
-        return self._ask(request, principal)
+                ticked = (answer.content or {}).get(texts.APPROVE_FIELD)
+                return self._judge(request, answer.action, ticked, Decision(Channel.DIALOG, identity=opened.identity))
+        return Decision(question=self._ask(request, principal))
 
     def _ask(self, request: ApprovalRequest, principal: str | None) -> InputRequiredResult:
         form = ElicitRequestFormParams(message=request.question, requested_schema=texts.approval_schema())
@@ -141,37 +184,39 @@ class Guard:
         )
 
     @staticmethod
-    def _judge(request: ApprovalRequest, action: str, ticked: object, channel: Channel = Channel.DIALOG) -> Approved:
+    def _judge(request: ApprovalRequest, action: str, ticked: object, approved: Decision) -> Decision:
+        """`approved` if the person accepted with the box ticked (JSON `true`, nothing else); else a refusal."""
         if action != "accept":
             raise ToolError(texts.declined(request.summary, action))
         if ticked is not True:
             raise ToolError(texts.not_ticked(request.summary))
-        return Approved(channel)
+        return approved
 
-    async def _push(self, ctx: Context, request: ApprovalRequest) -> Approved:
+    async def _push(self, ctx: Context, request: ApprovalRequest) -> Decision:
         """2025-11-25 with a back channel: push the dialog and wait for the person."""
         try:
             answer = await ctx.elicit(request.question, texts.ApprovalForm)
         except MCPError as exc:
             raise ToolError(texts.dialog_failed(request.summary, exc.error.message)) from None
+        except ValueError:  # accepted, but the box is not JSON `true` (e.g. "yes" or 1): not a tick
+            raise ToolError(texts.not_ticked(request.summary)) from None
         ticked = answer.data.approve if isinstance(answer, AcceptedElicitation) else None
-        return self._judge(request, answer.action, ticked, Channel.PUSH)
+        return self._judge(request, answer.action, ticked, Decision(Channel.PUSH))
 
-    def _token(self, ctx: Context, request: ApprovalRequest, confirm_token: str | None) -> Approved | TokenIssued:
+    def _token(self, ctx: Context, request: ApprovalRequest, confirm_token: str | None) -> Decision:
         """No dialog: the first call returns a sealed token; the same call with it runs."""
         claim = Claim(fingerprint(request.target))
         principal = self._principal_of(ctx)
         if confirm_token is None:
             token = self._tokens.seal(claim, principal)
-            return TokenIssued(
-                token, texts.token_issued(request.tool, request.summary, token, TOKEN_TTL, self._why(request))
-            )
+            text = texts.token_issued(request.tool, request.summary, token, TOKEN_TTL, self._why(request))
+            return Decision(token=TokenIssued(token, text))
         try:
-            self._tokens.verify(confirm_token, claim, principal)
+            opened = self._tokens.verify(confirm_token, claim, principal)
         except SealError as exc:
             logger.info("confirm_token for %s refused (%s)", request.tool, exc)
             raise ToolError(texts.token_refused(request.tool, request.summary)) from None
-        return Approved(Channel.TOKEN)
+        return Decision(Channel.TOKEN, identity=opened.identity)
 
     def _why(self, request: ApprovalRequest) -> str:
         if not request.dialog:

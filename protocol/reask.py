@@ -14,7 +14,7 @@ conformance fixture `test_input_required_result_tampered_state`) keeps the -3260
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -38,14 +38,15 @@ def is_state_rejection(error: MCPError) -> bool:
 class ReaskOnUnopenedState:
     """Middleware: for `guarded` tools, a state the boundary refuses becomes a first round."""
 
-    def __init__(self, guarded: Collection[str]) -> None:
-        self._guarded = guarded
+    def __init__(self, is_guarded: Callable[[str], bool]) -> None:
+        self._is_guarded = is_guarded
 
     def _applies(self, ctx: ServerRequestContext[Any, Any]) -> bool:
         params: Mapping[str, Any] = ctx.params or {}
         return (
             ctx.method == "tools/call"
-            and params.get("name") in self._guarded
+            and isinstance(params.get("name"), str)
+            and self._is_guarded(params["name"])
             and params.get("requestState") is not None
         )
 

@@ -60,6 +60,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "print client entries for HTTP and stdio. Needs dovecot (Debian package dovecot-imapd).",
         formatter_class=Formatter,
     )
+    auth = commands.add_parser(
+        "auth",
+        help="sign in with OAuth 2.0 once and save the refresh token (IMAP_AUTH=oauth2; see README)",
+        description="Sign in with OAuth 2.0 once (device code, or a browser on this machine) and save the refresh "
+        "token for IMAP_AUTH=oauth2. " + SETTINGS_HELP,
+        formatter_class=Formatter,
+    )
+    auth.add_argument("provider", metavar="google|microsoft|TOKEN_URL", help="the provider, or its token endpoint")
+    auth.add_argument("--flow", choices=("device", "browser"), help="device code, or a browser on this machine")
+    auth.add_argument("--token-file", help="where to save it (default IMAP_OAUTH_TOKEN_FILE, else ~/.config/imap-mcp)")
     for sub in (serve, demo):
         sub.add_argument("--host", default="127.0.0.1", help="address to listen on")
         sub.add_argument("--port", type=int, default=DEFAULT_HTTP_PORT, help="port to listen on")
@@ -73,6 +83,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         from imap_mcp.server.demo.command import run_demo
 
         run_demo(args.host, args.port)
+        return
+    if args.command == "auth":
+        from imap_mcp.server.oauth.command import run_auth
+
+        run_auth(args.provider, args.flow, args.token_file)
         return
     settings = load_or_exit(load_settings, os.environ)
     if args.command == "check":

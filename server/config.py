@@ -12,9 +12,13 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from imap_mcp.server.outgoing.compose import OutgoingError, parse_address
+from imap_mcp.server.errors import OutgoingError
+from imap_mcp.server.outgoing.compose import parse_address
+
+if TYPE_CHECKING:
+    from imap_mcp.server.oauth.settings import AuthMode, OAuthSettings
 
 TlsMode = Literal["implicit", "starttls", "none"]
 TLS_MODES: tuple[TlsMode, ...] = ("implicit", "starttls", "none")
@@ -64,6 +68,9 @@ class ImapSettings:
     tls: TlsMode = "implicit"
     ca_file: Path | None = None
     timeout: float = 30.0
+    #: IMAP_AUTH: password, or oauth2 with the IMAP_OAUTH_* settings in `oauth`
+    auth: AuthMode = "password"
+    oauth: OAuthSettings | None = None
 
     @property
     def account(self) -> str:
@@ -84,6 +91,9 @@ class SmtpSettings:
     tls: TlsMode = "implicit"
     ca_file: Path | None = None
     timeout: float = 30.0
+    #: SMTP_AUTH (default: IMAP_AUTH); oauth2 uses the account's IMAP_OAUTH_* settings
+    auth: AuthMode = "password"
+    oauth: OAuthSettings | None = None
 
 
 MIN_SEAL_KEY_LENGTH = 32
@@ -214,16 +224,28 @@ def _tls_mode(env: Mapping[str, str], protocol: str, host: str) -> TlsMode:
 
 
 def load_imap_settings(env: Mapping[str, str]) -> ImapSettings:
+    from imap_mcp.server.oauth.settings import auth_mode, load_oauth_settings, with_provider_hosts
+
+    env = with_provider_hosts(env)
     host = _required(env, "IMAP_HOST", "the IMAP server's host name, e.g. imap.example.com")
     tls = _tls_mode(env, "IMAP", host)
+    auth = auth_mode(env)
+    timeout = _positive_float(env, "IMAP_TIMEOUT", 30.0)
+    password = (
+        Secret(_required(env, "IMAP_PASSWORD", "the password of the mailbox (or set IMAP_AUTH=oauth2)"))
+        if auth == "password"
+        else Secret("")
+    )
     return ImapSettings(
         host=host,
         port=_port(env, "IMAP_PORT", 993 if tls == "implicit" else 143),
         username=_required(env, "IMAP_USERNAME", "the login name of the mailbox"),
-        password=Secret(_required(env, "IMAP_PASSWORD", "the password of the mailbox")),
+        password=password,
         tls=tls,
         ca_file=_ca_file(env),
-        timeout=_positive_float(env, "IMAP_TIMEOUT", 30.0),
+        timeout=timeout,
+        auth=auth,
+        oauth=load_oauth_settings(env, timeout=timeout) if auth == "oauth2" else None,
     )
 
 
@@ -247,12 +269,21 @@ def _smtp_sender(env: Mapping[str, str], username: str) -> str:
 
 def load_smtp_settings(env: Mapping[str, str], imap: ImapSettings) -> SmtpSettings | None:
     """The SMTP settings, or None when SMTP_HOST is unset; login and CA file default to the IMAP ones."""
+    from imap_mcp.server.oauth.settings import auth_mode, with_provider_hosts
+
+    env = with_provider_hosts(env)
     host = env.get("SMTP_HOST", "").strip()
     if not host:
         return None
     tls = _tls_mode(env, "SMTP", host)
     username = env.get("SMTP_USERNAME", "").strip() or imap.username
     password = Secret(env["SMTP_PASSWORD"]) if env.get("SMTP_PASSWORD") else imap.password
+    auth = auth_mode(env, "SMTP_AUTH", imap.auth)
+    if auth == "password" and not password.reveal():
+        raise ConfigError(
+            "SMTP_PASSWORD is not set: give the SMTP password (IMAP_AUTH=oauth2 has none to reuse), or set "
+            "SMTP_AUTH=oauth2."
+        )
     return SmtpSettings(
         host=host,
         port=_port(env, "SMTP_PORT", SMTP_DEFAULT_PORTS[tls]),
@@ -262,7 +293,16 @@ def load_smtp_settings(env: Mapping[str, str], imap: ImapSettings) -> SmtpSettin
         tls=tls,
         ca_file=_ca_file(env, "SMTP_CA_FILE") or imap.ca_file,
         timeout=_positive_float(env, "SMTP_TIMEOUT", imap.timeout),
+        auth=auth,
+        oauth=_smtp_oauth(env, imap) if auth == "oauth2" else None,
     )
+
+
+def _smtp_oauth(env: Mapping[str, str], imap: ImapSettings) -> OAuthSettings:
+    """The account's OAuth settings: the IMAP ones, or read for SMTP alone (IMAP_AUTH=password)."""
+    from imap_mcp.server.oauth.settings import load_oauth_settings
+
+    return imap.oauth or load_oauth_settings(env, timeout=imap.timeout)
 
 
 def load_settings(env: Mapping[str, str] | None = None) -> Settings:

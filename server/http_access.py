@@ -5,9 +5,17 @@ Every request is checked on its own — there is no session to remember a caller
 421, an Origin whose host is not in it gets 403; then, when tokens are configured, a request
 without a valid `Authorization: Bearer` token gets 401 with `WWW-Authenticate`. A valid token
 becomes the request's *principal* (a digest of the token, never the token itself), which is
-bound into every approval, so an approval one caller obtained cannot be used by another. A
-2025-11-25 session (whose dialogs are pushed, not sealed) belongs to the token that opened it:
-another token presenting its session id gets 403.
+bound into every approval, so an approval one caller obtained cannot be used by another.
+
+A request body larger than `MAX_BODY_BYTES` is refused (413) before anything reads it when its
+Content-Length says so, and as soon as it grows past the limit otherwise, on every path.
+
+2025-11-25 sessions (whose dialogs are pushed, not sealed) are kept in a `SessionTable`: each
+belongs to the caller that opened it (a token, or everyone when no tokens are configured) for as
+long as it lives — another token presenting its id gets 403, an id the table does not know gets
+404 — and each caller may hold at most `HttpSettings.sessions_per_caller` of them (429 beyond), so
+no caller can fill the server for the others. A session ends when closed (DELETE) or after
+`HttpSettings.session_idle_seconds` without a request in flight.
 """
 
 from __future__ import annotations
@@ -15,13 +23,17 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-from collections import OrderedDict
-from collections.abc import Mapping
+import time
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from mcp.server.context import ServerRequestContext
+from mcp.server.streamable_http_manager import DEFAULT_SESSION_IDLE_TIMEOUT
+from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -32,6 +44,10 @@ MIN_TOKEN_LENGTH = 16
 PRINCIPAL_STATE_KEY = "imap_mcp_principal"
 HEALTH_PATH = "/healthz"
 LegacyHttpMode = Literal["session", "stateless"]
+#: the largest request body accepted on any path (the SDK's own limit)
+MAX_BODY_BYTES = DEFAULT_MAX_REQUEST_BODY_SIZE
+#: the owner of sessions opened without a token (when no tokens are configured)
+EVERYONE = "everyone"
 
 
 @dataclass(frozen=True)
@@ -44,6 +60,10 @@ class HttpSettings:
     legacy_http: LegacyHttpMode = "session"
     #: IMAP_MCP_ALLOW_UNAUTHENTICATED: serve a non-loopback address without tokens (a gateway authenticates)
     allow_unauthenticated: bool = False
+    #: 2025-11-25 sessions one caller (a token; everyone, without tokens) may hold open at once
+    sessions_per_caller: int = 32
+    #: a 2025-11-25 session ends after this many seconds without a request in flight
+    session_idle_seconds: float = DEFAULT_SESSION_IDLE_TIMEOUT
 
 
 def _host_name(value: str) -> str:
@@ -106,26 +126,83 @@ def request_principal(ctx: ServerRequestContext[Any, Any]) -> str | None:
     return principal_of_scope(request.scope) if request is not None else None
 
 
-class SessionOwners:
-    """Which principal opened each 2025-11-25 HTTP session, so no other token can use its session id.
+@dataclass
+class _Session:
+    owner: str
+    in_flight: int = 0
+
+
+class SessionTable:
+    """The 2025-11-25 HTTP sessions of this process, each with the caller that opened it.
 
     Legacy sessions live in the memory of the process that made them (that is what makes them
-    need sticky routing), so remembering their owners here adds no state a replica would miss.
-    Bounded: the oldest entries go first, like the SDK's own session limit.
+    need sticky routing), so keeping their owners here adds no state a replica would miss. An
+    entry goes only when its session can no longer be used: closed (DELETE answered), reported
+    gone by the SDK (404), or without a request in flight for longer than the SDK's idle timeout
+    (measured from when our middleware saw the last request end, which is never before the SDK
+    did, so the SDK has closed the session by then). No other eviction: while a session lives,
+    nobody else can take it over. Each caller may hold `per_caller` sessions (opening ones count).
+    Every operation takes constant (amortised) time, however many sessions there are.
     """
 
-    def __init__(self, limit: int = 10_000) -> None:
-        self._owners: OrderedDict[str, str] = OrderedDict()
-        self._limit = limit
+    def __init__(self, per_caller: int, idle_seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self._sessions: dict[str, _Session] = {}
+        self._idle: OrderedDict[str, float] = OrderedDict()  #: sessions with nothing in flight, oldest first
+        self._held: Counter[str] = Counter()  #: sessions per caller, open or opening
+        self._per_caller = per_caller
+        self._idle_seconds = idle_seconds
+        self._clock = clock
 
-    def record(self, session_id: str, principal: str) -> None:
-        self._owners[session_id] = principal
-        while len(self._owners) > self._limit:
-            self._owners.popitem(last=False)
+    def owner(self, session_id: str) -> str | None:
+        self._expire()
+        found = self._sessions.get(session_id)
+        return found.owner if found else None
 
-    def others_session(self, session_id: str, principal: str) -> bool:
-        owner = self._owners.get(session_id)
-        return owner is not None and owner != principal
+    def admit(self, caller: str) -> bool:
+        """Reserve room for one more session of `caller`; False when it already holds `per_caller`."""
+        self._expire()
+        if self._held[caller] >= self._per_caller:
+            return False
+        self._held[caller] += 1
+        return True
+
+    def admitted(self, caller: str, opened: bool) -> None:
+        """The opening request of a reservation ended; without a session opened, its room is given back."""
+        if not opened:
+            self._release(caller)
+
+    def opened(self, session_id: str, caller: str) -> None:
+        self._sessions[session_id] = _Session(caller, in_flight=1)
+
+    def enter(self, session_id: str) -> None:
+        found = self._sessions.get(session_id)
+        if found is not None:
+            found.in_flight += 1
+            self._idle.pop(session_id, None)
+
+    def leave(self, session_id: str) -> None:
+        found = self._sessions.get(session_id)
+        if found is not None:
+            found.in_flight -= 1
+            if found.in_flight <= 0:
+                self._idle[session_id] = self._clock()
+                self._idle.move_to_end(session_id)
+
+    def closed(self, session_id: str) -> None:
+        found = self._sessions.pop(session_id, None)
+        self._idle.pop(session_id, None)
+        if found is not None:
+            self._release(found.owner)
+
+    def _release(self, caller: str) -> None:
+        self._held[caller] -= 1
+        if self._held[caller] <= 0:
+            del self._held[caller]
+
+    def _expire(self) -> None:
+        deadline = self._clock() - self._idle_seconds
+        while self._idle and next(iter(self._idle.values())) < deadline:
+            self.closed(next(iter(self._idle)))
 
 
 class AccessControl:
@@ -135,7 +212,7 @@ class AccessControl:
         self.app = app
         self.settings = settings
         self._any_host = "*" in settings.allowed_hosts
-        self._sessions = SessionOwners()
+        self._sessions = SessionTable(settings.sessions_per_caller, settings.session_idle_seconds)
 
     def _host_allowed(self, host: str | None) -> bool:
         return self._any_host or (host is not None and _host_name(host) in self.settings.allowed_hosts)
@@ -171,36 +248,110 @@ class AccessControl:
         if not self._origin_allowed(headers.get("origin")):
             await _respond(send, 403, _error("Origin not allowed: add its host to IMAP_MCP_ALLOWED_HOSTS."))
             return
-        if not self.settings.auth_tokens:
-            await self.app(scope, receive, send)
+        principal = None
+        if self.settings.auth_tokens:
+            principal = self._principal(headers.get("authorization"))
+            if principal is None:
+                await _respond(
+                    send,
+                    401,
+                    _error("Missing or invalid bearer token."),
+                    [(b"www-authenticate", b'Bearer realm="imap-mcp", error="invalid_token"')],
+                )
+                return
+            scope.setdefault("state", {})[PRINCIPAL_STATE_KEY] = principal
+        if _declared_too_large(headers):
+            await _respond(send, 413, _error(TOO_LARGE))
             return
-        principal = self._principal(headers.get("authorization"))
-        if principal is None:
-            await _respond(
-                send,
-                401,
-                _error("Missing or invalid bearer token."),
-                [(b"www-authenticate", b'Bearer realm="imap-mcp", error="invalid_token"')],
-            )
+        if self.settings.legacy_http == "session" and _legacy_path(headers):
+            await self._serve_legacy(scope, receive, send, principal or EVERYONE, headers.get("mcp-session-id"))
             return
-        session_id = headers.get("mcp-session-id")
-        if session_id is not None and self._sessions.others_session(session_id, principal):
+        await self.app(scope, receive, send)
+
+    async def _serve_legacy(
+        self, scope: Scope, receive: Receive, send: Send, caller: str, session_id: str | None
+    ) -> None:
+        """A request on the 2025-11-25 session path: open a session within the caller's bound, or use its own."""
+        if session_id is None:
+            await self._open_session(scope, receive, send, caller)
+            return
+        owner = self._sessions.owner(session_id)
+        if owner is None:
+            await _respond(send, 404, _error("Session not found: it was closed or expired; initialize a new one."))
+            return
+        if owner != caller:
             await _respond(send, 403, _error("This session was opened with another token: open your own session."))
             return
-        scope.setdefault("state", {})[PRINCIPAL_STATE_KEY] = principal
-        await self.app(scope, receive, self._recording_new_session(send, principal) if session_id is None else send)
+        self._sessions.enter(session_id)
+        status: list[int] = []
+        try:
+            await self.app(scope, receive, _noting_status(send, status))
+        finally:
+            self._sessions.leave(session_id)
+            if status and (status[0] == 404 or (scope.get("method") == "DELETE" and 200 <= status[0] < 300)):
+                self._sessions.closed(session_id)
 
-    def _recording_new_session(self, send: Send, principal: str) -> Send:
+    async def _open_session(self, scope: Scope, receive: Receive, send: Send, caller: str) -> None:
+        if scope.get("method") != "POST":
+            await self.app(scope, receive, send)  # the SDK refuses it: only a POST opens a session
+            return
+        if not self._sessions.admit(caller):
+            limit = self.settings.sessions_per_caller
+            minutes = round(self.settings.session_idle_seconds / 60)
+            await _respond(
+                send,
+                429,
+                _error(
+                    f"Too many open sessions for this caller ({limit}): close one (DELETE with its Mcp-Session-Id) "
+                    f"or let one expire ({minutes} minutes without requests), then initialize again."
+                ),
+            )
+            return
+        opened: list[str] = []
+        try:
+            await self.app(scope, receive, self._recording_new_session(send, caller, opened))
+        finally:
+            self._sessions.admitted(caller, opened=bool(opened))
+            for session_id in opened:
+                self._sessions.leave(session_id)
+
+    def _recording_new_session(self, send: Send, caller: str, opened: list[str]) -> Send:
         """A `send` that notes the owner of a session the app opens in its response."""
 
         async def recording(message: Message) -> None:
             if message["type"] == "http.response.start":
                 for name, value in message.get("headers", ()):
                     if name.lower() == b"mcp-session-id":
-                        self._sessions.record(value.decode("latin-1"), principal)
+                        session_id = value.decode("latin-1")
+                        self._sessions.opened(session_id, caller)
+                        opened.append(session_id)
             await send(message)
 
         return recording
+
+
+TOO_LARGE = f"Request body too large: at most {MAX_BODY_BYTES} bytes."
+
+
+def _declared_too_large(headers: Headers) -> bool:
+    """Whether the Content-Length header alone says the body is over `MAX_BODY_BYTES`."""
+    declared = (headers.get("content-length") or "").strip()
+    return declared.isascii() and declared.isdigit() and int(declared) > MAX_BODY_BYTES
+
+
+def _legacy_path(headers: Headers) -> bool:
+    """Whether the SDK serves this request on its 2025-11-25 (session) path: no version header, or a handshake one."""
+    version = headers.get("mcp-protocol-version")
+    return version is None or version in HANDSHAKE_PROTOCOL_VERSIONS
+
+
+def _noting_status(send: Send, status: list[int]) -> Send:
+    async def noting(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            status.append(int(message["status"]))
+        await send(message)
+
+    return noting
 
 
 def _error(message: str) -> dict[str, Any]:

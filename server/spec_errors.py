@@ -26,6 +26,7 @@ from typing import Any
 
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import MCPServer
+from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
 from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
@@ -40,8 +41,8 @@ ENVELOPE_KEYS = frozenset(
 )
 HEADER_MISMATCH = -32020
 UNSUPPORTED_VERSION = -32022
-#: bodies above this are left to the SDK, which enforces its own (smaller) size limit
-MAX_INSPECTED_BODY = 8 * 1024 * 1024
+#: the largest body read here, the SDK's own limit: a larger one is refused (413) as soon as it passes it
+MAX_INSPECTED_BODY = DEFAULT_MAX_REQUEST_BODY_SIZE
 
 
 #: list methods; every list is answered in one page, so no cursor is ever valid
@@ -115,6 +116,11 @@ class ModernEnvelopeRouting:
             await self.app(scope, receive, send)  # the common case: no need to read the body here
             return
         chunks, complete = await _read_body(receive)
+        if sum(map(len, chunks)) > MAX_INSPECTED_BODY:
+            await _send_error(
+                send, None, -32600, f"Request body too large: at most {MAX_INSPECTED_BODY} bytes.", None, 413
+            )
+            return
         raw = b"".join(chunks)
         if complete:
             try:
@@ -152,7 +158,8 @@ def _with_content_length(scope: Scope, length: int) -> Scope:
 
 
 async def _read_body(receive: Receive) -> tuple[list[bytes], bool]:
-    """The request body as read so far, and whether it is all there (bounded by MAX_INSPECTED_BODY)."""
+    """The request body as read so far, and whether it is all there; reading stops once it is over
+    MAX_INSPECTED_BODY, so at most that plus one chunk is ever held."""
     chunks: list[bytes] = []
     size = 0
     while True:
@@ -181,7 +188,9 @@ def _replay(chunks: list[bytes], complete: bool, receive: Receive) -> Receive:
     return replay
 
 
-async def _send_error(send: Send, request_id: Any, code: int, message: str, data: dict[str, Any] | None) -> None:
+async def _send_error(
+    send: Send, request_id: Any, code: int, message: str, data: dict[str, Any] | None, status: int = 400
+) -> None:
     error: dict[str, Any] = {"code": code, "message": message}
     if data is not None:
         error["data"] = data
@@ -189,7 +198,7 @@ async def _send_error(send: Send, request_id: Any, code: int, message: str, data
     await send(
         {
             "type": "http.response.start",
-            "status": 400,
+            "status": status,
             "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())],
         }
     )

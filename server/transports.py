@@ -12,7 +12,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp
 
-from imap_mcp.server.http_access import AccessControl, HttpSettings
+from imap_mcp.server.http_access import MAX_BODY_BYTES, AccessControl, HttpSettings
 from imap_mcp.server.spec_errors import ModernEnvelopeRouting
 
 MCP_PATH = "/mcp"
@@ -30,7 +30,8 @@ def http_app(mcp: MCPServer, settings: HttpSettings | None = None) -> ASGIApp:
     gets a session with SSE responses by default, so a question can be pushed to it mid-call;
     `IMAP_MCP_LEGACY_HTTP=stateless` serves those clients without a session (for replicas
     without sticky routing; guarded tools then use the two-call token).
-    Host and Origin are checked by `AccessControl`, so the SDK's localhost-only check is off.
+    Host and Origin are checked by `AccessControl`, so the SDK's localhost-only check is off; it also
+    bounds 2025-11-25 sessions per caller and refuses oversized bodies before anything reads them.
     """
     settings = settings or HttpSettings()
     sdk_app = mcp.streamable_http_app(
@@ -38,6 +39,9 @@ def http_app(mcp: MCPServer, settings: HttpSettings | None = None) -> ASGIApp:
         stateless_http=settings.legacy_http == "stateless",
         json_response=False,
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+        max_request_body_size=MAX_BODY_BYTES,
+        session_idle_timeout=settings.session_idle_seconds,
+        max_sessions=None,  # bounded per caller by AccessControl, so no caller can use up a global limit
     )
     return AccessControl(ModernEnvelopeRouting(sdk_app), settings)
 

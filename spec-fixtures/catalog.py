@@ -108,4 +108,4 @@ def register(mcp: MCPServer) -> None:
     for fn in PROMPTS:
         mcp.add_prompt(Prompt.from_function(fn))
     _register_resources(mcp)
-    mcp.completion()(_complete)
+    mcp.completion()(_complete)  # type: ignore[no-untyped-call]  # the SDK leaves completion() unannotated

@@ -43,7 +43,7 @@ class _Defaults(BaseModel):
     verified: bool = Field(default=True, description="Whether the account is verified")
 
 
-def _choices(*pairs: tuple[str, str]) -> list[dict[str, str]]:
+def _choices(*pairs: tuple[str, str]) -> list[Any]:  # Any: pydantic wants its JSON type, which is invariant
     return [{"const": value, "title": title} for value, title in pairs]
 
 

@@ -1,16 +1,70 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import socket
 import threading
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
-from harness import Account, Person, new_account, seeded_account, start_dovecot
+from harness import Account, MailServer, Person, new_account, seeded_account, start_dovecot
 from imapclient import IMAPClient
+from servers.courier import Courier
+from servers.cyrus import Cyrus
 from smtp_capture import SENDER, CaptureSMTP
 
 from imap_mcp.server.demo.dovecot import Dovecot
+
+#: the server matrix: every behaviour test runs against each of these real IMAP servers
+SERVERS = ("dovecot", "cyrus", "courier")
+#: test modules whose tests (those that take `account`, `empty_account` or `mail_server`) run on every server
+MATRIX_MODULES = {
+    "test_attachments",
+    "test_delete_messages",
+    "test_deprecated_forms",
+    "test_drafts",
+    "test_flags",
+    "test_get_message",
+    "test_get_message_lookup",
+    "test_list_mailboxes",
+    "test_manage_mailbox",
+    "test_move_messages",
+    "test_outgoing_mailbox",
+    "test_outgoing_reply",
+    "test_reply_to_message",
+    "test_search",
+    "test_search_cache",
+    "test_send_message",
+    "test_server_matrix",
+}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "dovecot_only(reason): a test about Dovecot itself (its log, doveadm); not run on the matrix"
+    )
+    config.addinivalue_line(
+        "markers", "servers(*names, reason): a matrix test that is about what only these servers do (e.g. XLIST)"
+    )
+
+
+def _servers_for(metafunc: pytest.Metafunc) -> tuple[str, ...]:
+    """The servers a test runs on: the matrix in a matrix module, unless a marker narrows it."""
+    if metafunc.definition.get_closest_marker("dovecot_only"):
+        return ("dovecot",)
+    narrowed = metafunc.definition.get_closest_marker("servers")
+    if narrowed is not None:
+        return tuple(narrowed.args)
+    in_matrix = metafunc.module.__name__.rpartition(".")[2] in MATRIX_MODULES
+    return SERVERS if in_matrix else ("dovecot",)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "mail_server" in metafunc.fixturenames:
+        servers = _servers_for(metafunc)
+        if servers != ("dovecot",) or metafunc.definition.get_closest_marker("servers"):
+            metafunc.parametrize("mail_server", servers, indirect=True)
 
 
 @pytest.fixture
@@ -28,10 +82,40 @@ def dovecot() -> Iterator[Dovecot]:
         instance.stop()
 
 
+class MatrixServers:
+    """Cyrus and Courier, each started the first time a test of this worker needs it, stopped at the end."""
+
+    def __init__(self, dovecot: Dovecot) -> None:
+        self.running: dict[str, MailServer] = {"dovecot": dovecot}
+        self.stack = contextlib.ExitStack()
+
+    def get(self, name: str) -> MailServer:
+        if name not in self.running:
+            base = Path(os.environ.get("DOVECOT_TMPDIR", "/tmp"))
+            server = Cyrus(base=base) if name == "cyrus" else Courier(base=base)
+            server.start()
+            self.stack.callback(server.stop)
+            self.running[name] = server
+        return self.running[name]
+
+
+@pytest.fixture(scope="session")
+def matrix_servers(dovecot: Dovecot) -> Iterator[MatrixServers]:
+    servers = MatrixServers(dovecot)
+    with servers.stack:
+        yield servers
+
+
 @pytest.fixture
-def account(dovecot: Dovecot) -> Account:
+def mail_server(request: pytest.FixtureRequest, matrix_servers: MatrixServers) -> MailServer:
+    """The IMAP server this test runs against: each of `SERVERS` in a matrix module, else Dovecot."""
+    return matrix_servers.get(getattr(request, "param", "dovecot"))
+
+
+@pytest.fixture
+def account(mail_server: MailServer) -> Account:
     """A fresh account of this test's own, holding the sample mail."""
-    return seeded_account(dovecot)
+    return seeded_account(mail_server)
 
 
 @pytest.fixture
@@ -45,9 +129,9 @@ def client(account: Account) -> Iterator[IMAPClient]:
 
 
 @pytest.fixture
-def empty_account(dovecot: Dovecot) -> Account:
+def empty_account(mail_server: MailServer) -> Account:
     """A fresh account with only the server's default mailboxes, all empty."""
-    return new_account(dovecot)
+    return new_account(mail_server)
 
 
 @pytest.fixture
@@ -70,7 +154,7 @@ def sent_copies(account: Account) -> Callable[[str], list[tuple[bytes, ...]]]:
     def flags_of(message_id: str) -> list[tuple[bytes, ...]]:
         client = account.imap()
         try:
-            client.select_folder("Sent", readonly=True)
+            client.select_folder(account.mailbox("Sent"), readonly=True)
             uids = client.search(["HEADER", "Message-ID", message_id])
             fetched = client.fetch(uids, ["FLAGS"]).values()
             return [tuple(f for f in found[b"FLAGS"] if f != b"\\Recent") for found in fetched]

@@ -1,14 +1,16 @@
-"""Test harness: a throwaway Dovecot, per-test accounts, and imap-mcp servers to talk to.
+"""Test harness: throwaway IMAP servers, per-test accounts, and imap-mcp servers to talk to.
 
-Every test that touches mail talks to a real Dovecot (Debian `dovecot-imapd`) on 127.0.0.1,
-started once per session by `server/demo/dovecot.py`. Each test gets its own account (`t-<hex>`,
-any such name logs in with `ANY_USER_PASSWORD`), so tests never see each other's mail.
+Every test that touches mail talks to a real IMAP server on 127.0.0.1, started once per session
+(per xdist worker): Dovecot (Debian `dovecot-imapd`, by `server/demo/dovecot.py`), and for the
+server matrix also Cyrus and Courier (`tests/servers/`). Each test gets its own account
+(`t-<hex>`, logging in with `ANY_USER_PASSWORD`), so tests never see each other's mail.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import socket
 import ssl
 import subprocess
@@ -19,29 +21,85 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from imapclient import IMAPClient
-from mcp import StdioServerParameters
+from mcp import Client, StdioServerParameters
+from mcp.types import CallToolResult, ElicitResult, InputRequiredResult
 
+from imap_mcp.server.app import build_server
 from imap_mcp.server.config import ImapSettings, Secret, Settings, TlsMode
 from imap_mcp.server.demo.dovecot import Dovecot, free_port
 
 ANY_USER_PASSWORD = "test-pw-7f3a"
+#: the mailboxes of a seeded account besides INBOX, as Dovecot names them
+SAMPLE_MAILBOXES = ("Projects/Entwürfe", "Projects", "Sent", "Drafts", "Trash", "Junk", "Archive")
 #: the two eras, as the SDK client names them
 MODES = ("legacy", "2026-07-28")
 
 
+class MailServer(Protocol):
+    """What the harness needs of a running IMAP server: Dovecot, Cyrus or Courier."""
+
+    @property
+    def port(self) -> int: ...
+    @property
+    def tls_port(self) -> int: ...
+    @property
+    def cert_file(self) -> Path: ...
+
+
+def server_name(server: MailServer) -> str:
+    return str(getattr(server, "name", "dovecot"))
+
+
 @dataclass
 class Account:
-    """One test account on the session's Dovecot."""
+    """One test account on one of the session's IMAP servers."""
 
-    dovecot: Dovecot
+    server: MailServer
     username: str
     password: str = ANY_USER_PASSWORD
 
+    @property
+    def dovecot(self) -> Dovecot:
+        """The account's server, for tests about Dovecot itself (its log, doveadm)."""
+        assert isinstance(self.server, Dovecot), f"a Dovecot-only test ran on {server_name(self.server)}"
+        return self.server
+
+    @property
+    def server_name(self) -> str:
+        return server_name(self.server)
+
+    @property
+    def delimiter(self) -> str:
+        """The server's hierarchy delimiter: '/' on Dovecot and Cyrus, '.' on Courier."""
+        return str(getattr(self.server, "delimiter", "/"))
+
+    def mailbox(self, name: str) -> str:
+        """`name` ('/' between levels) as this server names it: `Sent` is `INBOX.Sent` on Courier.
+
+        A name already in the server's form (INBOX, or `INBOX.Sent` on Courier) stays as it is.
+        """
+        prefix = str(getattr(self.server, "prefix", ""))
+        if name.upper() == "INBOX" or (prefix and name.startswith(prefix)):
+            return name
+        return prefix + name.replace("/", self.delimiter)
+
+    def on_server(self, args: dict[str, Any]) -> dict[str, Any]:
+        """Tool arguments with their mailbox names (`mailbox`, `destination`, `new_name`) as `mailbox` gives them."""
+        named = {key: self.mailbox(args[key]) for key in ("mailbox", "destination", "new_name") if key in args}
+        return {**args, **named}
+
+    def quoted(self, text: str) -> str:
+        """`text` with each quoted sample mailbox name ("Trash", 'Projects/Entwürfe') as this server names it."""
+        for name in SAMPLE_MAILBOXES:
+            for quote in ('"', "'"):
+                text = text.replace(f"{quote}{name}{quote}", f"{quote}{self.mailbox(name)}{quote}")
+        return text
+
     def port_for(self, tls: TlsMode) -> int:
-        return self.dovecot.tls_port if tls == "implicit" else self.dovecot.port
+        return self.server.tls_port if tls == "implicit" else self.server.port
 
     def env(self, tls: TlsMode = "implicit", **extra: str) -> dict[str, str]:
         """The environment for an imap-mcp process serving this account."""
@@ -52,7 +110,7 @@ class Account:
             IMAP_USERNAME=self.username,
             IMAP_PASSWORD=self.password,
             IMAP_TLS=tls,
-            IMAP_CA_FILE=str(self.dovecot.cert_file),
+            IMAP_CA_FILE=str(self.server.cert_file),
         )
         env.update(extra)
         return env
@@ -64,7 +122,7 @@ class Account:
             username=self.username,
             password=Secret(self.password),
             tls=tls,
-            ca_file=self.dovecot.cert_file,
+            ca_file=self.server.cert_file,
         )
 
     def settings(self, tls: TlsMode = "implicit") -> Settings:
@@ -72,21 +130,26 @@ class Account:
 
     def imap(self) -> IMAPClient:
         """A direct IMAP connection, as another mail client of the same person would have."""
-        context = ssl.create_default_context(cafile=str(self.dovecot.cert_file))
-        client = IMAPClient("127.0.0.1", self.dovecot.tls_port, ssl_context=context, timeout=30)
+        context = ssl.create_default_context(cafile=str(self.server.cert_file))
+        client = IMAPClient("127.0.0.1", self.server.tls_port, ssl_context=context, timeout=30)
         client.login(self.username, self.password)
         return client
 
 
-def new_account(dovecot: Dovecot) -> Account:
-    return Account(dovecot, f"t-{uuid.uuid4().hex[:12]}")
+def new_account(server: MailServer) -> Account:
+    """A new account: Dovecot takes any `t-*` login, Cyrus and Courier are told about it first."""
+    account = Account(server, f"t-{uuid.uuid4().hex[:12]}")
+    add_user = getattr(server, "add_user", None)
+    if add_user is not None:
+        add_user(account.username, account.password)
+    return account
 
 
-def seeded_account(dovecot: Dovecot) -> Account:
+def seeded_account(server: MailServer) -> Account:
     """A new account holding the sample mail of `server/demo/sample_mail.py`."""
     from imap_mcp.server.demo.sample_mail import seed
 
-    account = new_account(dovecot)
+    account = new_account(server)
     client = account.imap()
     try:
         seed(client)
@@ -187,17 +250,60 @@ def structured(result: Any) -> dict[str, Any]:
     return result.structured_content  # type: ignore[no-any-return]
 
 
+#: how the SDK reports an exception a tool did not turn into a tool error: the bare prefix, no message
+#: (a refusal reads `Error executing tool <name>: <message>`)
+CRASH = re.compile(r"Error executing tool [\w.-]+")
+
+
 def error_text(result: Any) -> str:
-    """The message of a tool call that must have failed as a tool error (isError), not a protocol error."""
+    """The message of a tool call that must have been refused with a tool error (isError): not a protocol
+    error, and not a crash (an exception no layer mapped, which the SDK reports with a generic text)."""
     assert result.is_error, result.structured_content
-    return str(result.content[0].text)
+    text = str(result.content[0].text)
+    assert not CRASH.fullmatch(text), f"a crash, not a refusal: {text}"
+    return text
+
+
+def served(settings: Settings | Account, pool: Any = None, guard: Any = None, **options: Any) -> Client:
+    """An in-memory MCP client of a fresh server for `settings` (or an account's settings), with `pool` and
+    `guard` when given; `options` go to the client (mode, elicitation_callback)."""
+    if isinstance(settings, Account):
+        settings = settings.settings()
+    return Client(build_server(settings, pool=pool, guard=guard), **options)
+
+
+async def search(client: Client, **arguments: Any) -> dict[str, Any]:
+    """One search_messages page that must have succeeded."""
+    return structured(await client.call_tool("search_messages", arguments))
+
+
+async def first_round(client: Client, tool: str, args: dict[str, Any]) -> InputRequiredResult | CallToolResult:
+    """A call to a guarded tool, as a 2026-07-28 client makes it: a question (input_required) or a result."""
+    return await client.session.call_tool(tool, args, allow_input_required=True)
+
+
+async def ask(client: Client, tool: str, args: dict[str, Any]) -> InputRequiredResult:
+    """The first round of a guarded call, which must be a question for a person."""
+    first = await first_round(client, tool, args)
+    assert isinstance(first, InputRequiredResult), first
+    return first
+
+
+async def answer(
+    client: Client, tool: str, args: dict[str, Any], state: str | None, action: str = "accept", ticked: bool = True
+) -> CallToolResult | InputRequiredResult:
+    """The retry carrying the person's answer to the approval form, exactly as a 2026-07-28 client sends it."""
+    response = ElicitResult(action=action, content={"approve": ticked} if action == "accept" else None)  # type: ignore[arg-type]
+    return await client.session.call_tool(
+        tool, args, allow_input_required=True, input_responses={"approval": response}, request_state=state
+    )
 
 
 def append_message(account: Account, raw: bytes, mailbox: str = "INBOX", flags: tuple[bytes, ...] = ()) -> int:
     """Append `raw` as another mail client would; returns its UID."""
     client = account.imap()
     try:
-        response = client.append(mailbox, raw, flags=flags)
+        response = client.append(account.mailbox(mailbox), raw, flags=flags)
         return int(response.split(b"]")[0].split()[-1])
     finally:
         client.logout()
@@ -207,9 +313,10 @@ def append_message(account: Account, raw: bytes, mailbox: str = "INBOX", flags: 
 
 
 def message_ids(account: Account, mailbox: str) -> list[str]:
-    """The ids of every message in `mailbox`, as search_messages would return them."""
+    """The ids of every message in `mailbox` (named as `Account.mailbox` takes it), as search_messages returns them."""
     from imap_mcp.server.imap.message_ids import MessageRef
 
+    mailbox = account.mailbox(mailbox)
     client = account.imap()
     try:
         uidvalidity = int(client.select_folder(mailbox, readonly=True)[b"UIDVALIDITY"])
@@ -234,8 +341,14 @@ class Person:
         return ElicitResult(action=self.action, content=content)  # type: ignore[arg-type]
 
 
-def pool_without(account: Account, capabilities: tuple[str, ...] = (), mailboxes: tuple[str, ...] = ()) -> object:
-    """A pool whose connections do not see `capabilities` (e.g. MOVE) nor `mailboxes` in LIST.
+def pool_without(
+    account: Account,
+    capabilities: tuple[str, ...] = (),
+    mailboxes: tuple[str, ...] = (),
+    settings: ImapSettings | None = None,
+) -> object:
+    """A pool whose connections do not see `capabilities` (e.g. MOVE) nor `mailboxes` in LIST (`settings`:
+    where it connects, by default straight to the account).
 
     Dovecot still runs whatever is sent; this only changes what imap-mcp is told, as a server
     without those capabilities (or without a Trash that Dovecot would re-create) would tell it.
@@ -244,6 +357,7 @@ def pool_without(account: Account, capabilities: tuple[str, ...] = (), mailboxes
     from imap_mcp.server.imap.pool import ImapPool
 
     hidden = {c.upper().encode() for c in capabilities}
+    mailboxes = tuple(account.mailbox(name) for name in mailboxes)
 
     def connector(settings: ImapSettings) -> IMAPClient:
         client = connect(settings)
@@ -252,4 +366,4 @@ def pool_without(account: Account, capabilities: tuple[str, ...] = (), mailboxes
         client.list_folders = lambda *a, **k: [f for f in listed(*a, **k) if f[2] not in mailboxes]  # type: ignore[method-assign]
         return client
 
-    return ImapPool(account.imap_settings(), connector=connector)
+    return ImapPool(settings or account.imap_settings(), connector=connector)

@@ -7,14 +7,17 @@
 smtplib returns only after the server answered DATA, so a message is recorded by then.
 
 Plain, STARTTLS (`starttls=True`) or implicit TLS (`implicit_tls=True`), with optional AUTH
-PLAIN/LOGIN, and failure injection: `reject_rcpt` refuses those recipients, `fail_data_code`
-answers DATA with that code. `gate` holds every message at DATA until a number of concurrent
-calls have each either returned or reached DATA (see `Gate`).
+PLAIN/LOGIN or XOAUTH2 (`oauth` checks user and bearer token), and failure injection:
+`reject_rcpt` refuses those recipients, `fail_data_code` answers DATA with that code. `gate`
+holds every message at DATA until a number of concurrent calls have each either returned or
+reached DATA (see `Gate`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import email
 import email.policy
 import logging
@@ -23,13 +26,14 @@ import ssl
 import subprocess
 import tempfile
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from email.message import EmailMessage
 from pathlib import Path
 from typing import Any
 
 from aiosmtpd.controller import Controller
-from aiosmtpd.smtp import SMTP, AuthResult, Envelope, LoginPassword, Session
+from aiosmtpd.smtp import MISSING, SMTP, AuthResult, Envelope, LoginPassword, Session
 
 from imap_mcp.server.demo.dovecot import free_port
 
@@ -130,6 +134,30 @@ class _Handler:
         return "250 2.0.0 OK: queued"
 
 
+class _OAuthHandler(_Handler):
+    """Also takes AUTH XOAUTH2, answering a refused token as Gmail does: 334 with a JSON error, then 535."""
+
+    async def auth_XOAUTH2(self, server: SMTP, args: list[str]) -> AuthResult:
+        if len(args) == 1:
+            answer = await server.challenge_auth("")
+            if answer is MISSING:
+                return AuthResult(success=False, handled=False)
+            blob = bytes(answer)  # type: ignore[arg-type]
+        else:
+            try:
+                blob = base64.b64decode(args[1], validate=True)
+            except binascii.Error:
+                return AuthResult(success=False, handled=False)
+        fields = dict(part.split("=", 1) for part in blob.decode().split("\x01") if "=" in part)
+        user, bearer = fields.get("user", ""), fields.get("auth", "")
+        assert self.owner.oauth is not None
+        self.owner.oauth_attempts += 1
+        if bearer.startswith("Bearer ") and self.owner.oauth(user, bearer[7:]):
+            return AuthResult(success=True, auth_data=user)
+        await server.challenge_auth('{"status":"401","schemes":"bearer","scope":"https://mail.google.com/"}')
+        return AuthResult(success=False, handled=False)
+
+
 class CaptureSMTP:
     def __init__(
         self,
@@ -141,8 +169,11 @@ class CaptureSMTP:
         reject_rcpt: tuple[str, ...] = (),
         fail_data_code: int | None = None,
         gate: Gate | None = None,
+        oauth: Callable[[str, str], bool] | None = None,
     ) -> None:
         self.host = "127.0.0.1"
+        self.oauth = oauth
+        self.oauth_attempts = 0
         self.port = free_port()
         self.auth = auth
         self.implicit_tls = implicit_tls
@@ -164,7 +195,9 @@ class CaptureSMTP:
                 options["require_starttls"] = require_starttls
         if auth:
             options.update(authenticator=self._authenticate, auth_require_tls=False)
-        self.controller = Controller(_Handler(self), **options)
+        if oauth:
+            options.update(auth_require_tls=False)
+        self.controller = Controller((_OAuthHandler if oauth else _Handler)(self), **options)
 
     def _authenticate(
         self, server: SMTP, session: Session, envelope: Envelope, mechanism: str, auth_data: object

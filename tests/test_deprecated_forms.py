@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from harness import Account, Person, error_text, structured
-from mcp import Client
+from harness import Account, Person, error_text, served, structured
 from smtp_capture import CaptureSMTP
 
-from imap_mcp.server.app import build_server
 from imap_mcp.server.config import load_settings
 
 pytestmark = pytest.mark.anyio
@@ -34,7 +32,7 @@ def flags(account: Account, uid: int, mailbox: str = "INBOX") -> set[bytes]:
 
 async def test_set_message_flags_by_mailbox_and_uids(account: Account) -> None:
     uid = uid_of(account, "Quarterly report")
-    async with Client(build_server(account.settings())) as client:
+    async with served(account) as client:
         result = structured(
             await client.call_tool("set_message_flags", {"mailbox": "INBOX", "uids": [uid], "add": ["\\Flagged"]})
         )
@@ -44,10 +42,12 @@ async def test_set_message_flags_by_mailbox_and_uids(account: Account) -> None:
 
 async def test_delete_and_move_by_mailbox_and_uids(account: Account, person: Person) -> None:
     lunch, deals = uid_of(account, "Team lunch on Friday?"), uid_of(account, "Your weekly deals")
-    async with Client(build_server(account.settings()), mode="2026-07-28", elicitation_callback=person) as client:
+    async with served(account, mode="2026-07-28", elicitation_callback=person) as client:
         deleted = structured(await client.call_tool("delete_messages", {"mailbox": "INBOX", "uids": [lunch]}))
         moved = structured(
-            await client.call_tool("move_messages", {"mailbox": "INBOX", "uids": [deals], "destination": "Archive"})
+            await client.call_tool(
+                "move_messages", {"mailbox": "INBOX", "uids": [deals], "destination": account.mailbox("Archive")}
+            )
         )
     assert deleted["status"] == "done" and deleted["count"] == 1
     assert moved["status"] == "done" and len(moved["new_ids"]) == 1
@@ -56,13 +56,13 @@ async def test_delete_and_move_by_mailbox_and_uids(account: Account, person: Per
 
 
 async def test_uid_ranges_and_mixed_forms_are_refused(account: Account) -> None:
-    async with Client(build_server(account.settings())) as client:
+    async with served(account) as client:
         ranged = await client.call_tool("set_message_flags", {"mailbox": "INBOX", "uids": ["1:*"], "add": ["\\Seen"]})
         mixed = await client.call_tool(
             "set_message_flags", {"ids": ["imap.SU5CT1g.1.1"], "mailbox": "INBOX", "uids": [1], "add": ["\\Seen"]}
         )
         neither = await client.call_tool("delete_messages", {})
-    assert ranged.is_error
+    assert "input_value='1:*'" in error_text(ranged)
     assert "not both" in error_text(mixed)
     assert "message id" in error_text(neither)
 
@@ -71,7 +71,7 @@ async def test_reply_by_mailbox_and_uid(
     account: Account, sending_env: dict[str, str], smtp: CaptureSMTP, person: Person
 ) -> None:
     uid = uid_of(account, "Re: Project kickoff")
-    async with Client(build_server(load_settings(sending_env)), elicitation_callback=person) as client:
+    async with served(load_settings(sending_env), elicitation_callback=person) as client:
         result = structured(
             await client.call_tool("reply_to_message", {"mailbox": "INBOX", "uid": uid, "body": "Works for me.\n"})
         )

@@ -19,12 +19,11 @@ from typing import Any
 import httpx
 import pytest
 from gateway.mcp_hub import Hub, hub_version, run_hub
-from harness import Account, Person, error_text, http_server, message_ids, seeded_account, structured
+from harness import Account, Person, error_text, http_server, message_ids, seeded_account, served, structured
 from mcp import Client
 from mcp.client.sse import sse_client
 from mcp.shared.exceptions import MCPError
 
-from imap_mcp.server.app import build_server
 from imap_mcp.server.demo.dovecot import Dovecot
 
 pytestmark = pytest.mark.anyio
@@ -83,7 +82,7 @@ def assert_sample_mailboxes(content: dict[str, Any]) -> None:
 
 
 async def test_tools_reach_the_client_unchanged_but_for_the_entry_prefix(account: Account, hub: Hub) -> None:
-    async with Client(build_server(account.settings()), mode="legacy") as direct:
+    async with served(account, mode="legacy") as direct:
         own = {t.name: t.model_dump(by_alias=True, exclude_none=True) for t in (await direct.list_tools()).tools}
     async with hub_client(hub) as client:
         assert client.protocol_version == HUB_PROTOCOL_VERSION  # we offered 2025-11-25; the hub speaks 2025-06-18
@@ -152,7 +151,7 @@ async def test_tool_errors_pass_through_and_an_unknown_tool_is_the_hubs_own_erro
         ("list_mailboxes", {"counts": "not-a-boolean"}),
         ("delete_messages", {"ids": ["not-a-message-id"]}),
     ]
-    async with Client(build_server(account.settings()), mode="legacy") as direct:
+    async with served(account, mode="legacy") as direct:
         expected = [error_text(await direct.call_tool(tool, args)) for tool, args in bad_calls]
     async with hub_client(hub) as client:
         for entry in ENTRIES:

@@ -10,11 +10,11 @@ from typing import Any
 
 import httpx2
 import pytest
-from harness import Account, http_server
+from harness import Account, answer, first_round, http_server
 from load_balancer import round_robin
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.types import CallToolResult, ElicitRequest, ElicitResult, InputRequiredResult
+from mcp.types import CallToolResult, ElicitResult, InputRequiredResult
 
 from imap_mcp.server.imap.message_ids import MessageRef
 
@@ -85,27 +85,15 @@ def inbox_uids(account: Account) -> set[int]:
         client.logout()
 
 
-def tick_every_box(request: ElicitRequest) -> ElicitResult:
-    schema = request.params.requested_schema  # type: ignore[union-attr]
-    return ElicitResult(action="accept", content={k: True for k in schema["properties"]})
-
-
 async def ask(client: Client, ref: MessageRef, **extra: Any) -> InputRequiredResult | CallToolResult:
-    return await client.session.call_tool("delete_messages", {"ids": [ref.id], **extra}, allow_input_required=True)
+    return await first_round(client, "delete_messages", {"ids": [ref.id], **extra})
 
 
-async def answer(
+async def approve(
     client: Client, ref: MessageRef, question: InputRequiredResult
 ) -> InputRequiredResult | CallToolResult:
-    """The retry carrying the person's yes, exactly as a 2026-07-28 client sends it."""
-    responses = {key: tick_every_box(req) for key, req in (question.input_requests or {}).items()}  # type: ignore[arg-type]
-    return await client.session.call_tool(
-        "delete_messages",
-        {"ids": [ref.id]},
-        allow_input_required=True,
-        input_responses=responses,
-        request_state=question.request_state,
-    )
+    """The retry carrying the person's yes to deleting `ref`."""
+    return await answer(client, "delete_messages", {"ids": [ref.id]}, question.request_state)
 
 
 def last_two_upstreams(access_log: Path) -> list[str]:
@@ -126,7 +114,7 @@ async def test_a_dialog_asked_by_one_replica_is_answered_on_the_other(account: A
         async with Client(url, mode="2026-07-28", **elicitation_caps()) as client:
             question = await ask(client, ref)
             assert isinstance(question, InputRequiredResult)
-            done = await answer(client, ref, question)
+            done = await approve(client, ref, question)
             first, second = last_two_upstreams(access_log)
     assert first != second  # question and answer were handled by different processes
     assert isinstance(done, CallToolResult) and not done.is_error, done
@@ -159,7 +147,7 @@ async def test_replicas_with_different_keys_ask_again_instead_of_failing(account
         async with Client(url_a, mode="2026-07-28", **elicitation_caps()) as on_a:
             question = await ask(on_a, ref)
         async with Client(url_b, mode="2026-07-28", **elicitation_caps()) as on_b:
-            retry = await answer(on_b, ref, question)  # type: ignore[arg-type]
+            retry = await approve(on_b, ref, question)  # type: ignore[arg-type]
     assert isinstance(retry, InputRequiredResult)  # a fresh question: not an error, not an execution
     assert retry.request_state and retry.request_state != question.request_state  # type: ignore[union-attr]
     assert ref.uid in inbox_uids(account)
@@ -174,7 +162,7 @@ async def test_key_rotation_keeps_a_dialog_in_flight_valid(account: Account) -> 
             question = await ask(client, ref)
     with http_server(account.env(IMAP_MCP_SEAL_KEYS=f"{new},{old}")) as after:
         async with Client(after, mode="2026-07-28", **elicitation_caps()) as client:
-            done = await answer(client, ref, question)  # type: ignore[arg-type]
+            done = await approve(client, ref, question)  # type: ignore[arg-type]
     assert isinstance(done, CallToolResult) and not done.is_error, done
     assert ref.uid not in inbox_uids(account)
 
@@ -188,7 +176,7 @@ async def test_a_restarted_process_honours_the_answer(account: Account) -> None:
     # the process is gone; a new one with the same keys gets the answer
     with http_server(env) as url:
         async with Client(url, mode="2026-07-28", **elicitation_caps()) as client:
-            done = await answer(client, ref, question)  # type: ignore[arg-type]
+            done = await approve(client, ref, question)  # type: ignore[arg-type]
     assert isinstance(done, CallToolResult) and not done.is_error, done
     assert ref.uid not in inbox_uids(account)
 
@@ -201,7 +189,7 @@ async def test_an_approval_obtained_with_one_token_does_not_run_for_another(acco
         async with authorized_client(url, token_a, dialog=True) as as_a:
             question = await ask(as_a, ref)
         async with authorized_client(url, token_b, dialog=True) as as_b:
-            retry = await answer(as_b, ref, question)  # type: ignore[arg-type]
+            retry = await approve(as_b, ref, question)  # type: ignore[arg-type]
         # the token path too: A's confirm_token does not run for B
         async with authorized_client(url, token_a, dialog=False) as as_a:
             issued = await ask(as_a, ref)

@@ -29,8 +29,8 @@ CHUNK_IDS = 50
 CHUNK_BYTES = 4000
 
 
-def already_copied(client: IMAPClient, uids: Iterable[int], destination: str) -> set[int]:
-    """Of `uids` in the selected mailbox, those whose Message-ID `destination` already holds.
+def already_copied(client: IMAPClient, uids: Iterable[int], destination: str, above: int = 0) -> set[int]:
+    """Of `uids` in the selected mailbox, those whose Message-ID `destination` already holds (at a UID above `above`).
 
     Leaves `destination` selected (read-only): the caller selects the source again.
     """
@@ -38,7 +38,7 @@ def already_copied(client: IMAPClient, uids: Iterable[int], destination: str) ->
     if not by_uid:
         return set()
     examine(client, destination)
-    held = held_message_ids(client, set(by_uid.values()))
+    held = held_message_ids(client, set(by_uid.values()), above)
     return {uid for uid, message_id in by_uid.items() if message_id in held}
 
 
@@ -60,11 +60,11 @@ def parse_message_id(header_block: bytes) -> str | None:
     return text if text and text.isascii() and text.isprintable() else None
 
 
-def held_message_ids(client: IMAPClient, wanted: set[str]) -> set[str]:
-    """Which of the `wanted` Message-IDs the selected mailbox holds, compared exactly."""
+def held_message_ids(client: IMAPClient, wanted: set[str], above: int = 0) -> set[str]:
+    """Which of the `wanted` Message-IDs the selected mailbox holds (at a UID above `above`), compared exactly."""
     hits: set[int] = set()
     for chunk in chunks(sorted(wanted)):
-        hits.update(client.search(any_message_id(chunk)))
+        hits.update(uid for uid in client.search(any_message_id(chunk)) if uid > above)
     if not hits:
         return set()
     return set(message_ids_of(client, hits).values()) & wanted

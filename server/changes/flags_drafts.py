@@ -15,9 +15,10 @@ from email.utils import format_datetime, make_msgid
 
 from imapclient import IMAPClient
 
-from imap_mcp.server.changes.messages import ChangeRefused, existing_uids, open_source
-from imap_mcp.server.imap.lookup import Target as Messages
-from imap_mcp.server.imap.mailboxes import list_mailboxes
+from imap_mcp.server.changes.messages import ChangeRefused, existing_uids, left_out, open_source
+from imap_mcp.server.imap.connection import append
+from imap_mcp.server.imap.lookup import MessageSelection
+from imap_mcp.server.imap.mailboxes import mailbox_with_role, missing_role_advice
 from imap_mcp.server.imap.uid_sets import compress
 from imap_mcp.server.outgoing.compose import check_body, check_subject, parse_address, unique_recipients, wire_bytes
 
@@ -31,17 +32,18 @@ class FlagReport:
     missing: tuple[int, ...]
 
 
-def set_flags(client: IMAPClient, messages: Messages, add: list[str], remove: list[str]) -> FlagReport:
+def set_flags(client: IMAPClient, messages: MessageSelection, add: list[str], remove: list[str]) -> FlagReport:
     """Add then remove flags on the messages that still exist; the rest are reported missing."""
     uidvalidity = open_source(client, messages, readonly=False)
-    present = tuple(sorted(existing_uids(client, messages.uids)))
+    found = existing_uids(client, messages.uids)
+    present = tuple(sorted(found))
     if present:
         uid_set = compress(present)
         if add:
             client.add_flags(uid_set, add, silent=True)
         if remove:
             client.remove_flags(uid_set, remove, silent=True)
-    return FlagReport(uidvalidity, present, tuple(u for u in messages.uids if u not in present))
+    return FlagReport(uidvalidity, present, left_out(messages.uids, found))
 
 
 @dataclass(frozen=True)
@@ -52,13 +54,13 @@ class SavedDraft:
 
 
 def drafts_mailbox(client: IMAPClient) -> str:
-    """The mailbox with the SPECIAL-USE role \\Drafts, else one named `Drafts`; refused when there is none."""
-    boxes = list_mailboxes(client)
-    for wanted in (lambda b: b.role == "drafts", lambda b: b.name.lower() == "drafts"):
-        found = next((b.name for b in boxes if b.selectable and wanted(b)), None)
-        if found:
-            return found
-    raise ChangeRefused("This account has no Drafts mailbox; create one named Drafts with manage_mailbox first.")
+    """The mailbox with the Drafts role (`mailbox_with_role`); refused when there is none."""
+    found = mailbox_with_role(client, "drafts")
+    if found is None:
+        raise ChangeRefused(
+            f"This account has no Drafts mailbox; nothing was saved. {missing_role_advice(client, 'drafts')}"
+        )
+    return found
 
 
 def draft_message(username: str, to: list[str], cc: list[str], subject: str, body: str) -> EmailMessage:
@@ -79,7 +81,7 @@ def draft_message(username: str, to: list[str], cc: list[str], subject: str, bod
 
 def append_draft(client: IMAPClient, message: EmailMessage) -> SavedDraft:
     mailbox = drafts_mailbox(client)
-    response = client.append(mailbox, wire_bytes(message), flags=[b"\\Draft", b"\\Seen"])
+    response = append(client, mailbox, wire_bytes(message), (b"\\Draft", b"\\Seen"))
     found = _APPENDUID.search(response if isinstance(response, bytes) else b"")
     if found is None:
         return SavedDraft(mailbox, None, None)

@@ -1,7 +1,7 @@
 """Creating, renaming and deleting mailboxes.
 
 Delete and rename are planned like message changes: `plan_folder_change` observes the mailbox
-now and returns the exact `Target` (for a delete, its UIDVALIDITY, UIDNEXT and message count, so
+now and returns the exact `PlannedFolderChange` (for a delete, its UIDVALIDITY, UIDNEXT and message count, so
 an approval does not cover mail that arrived or left afterwards, nor a re-created mailbox), and
 `execute_folder_change` re-observes it and runs only if it is unchanged.
 
@@ -13,13 +13,22 @@ is refused before anyone is asked, naming the children to delete first.
 from __future__ import annotations
 
 import imaplib
+import unicodedata
+from dataclasses import dataclass
 from typing import Literal
 
 from imapclient import IMAPClient
 
-from imap_mcp.sealing import Target
+from imap_mcp.protocol.texts import needs_escape, shown
+from imap_mcp.sealing import Scope, Target
 from imap_mcp.server.changes.messages import ChangeRefused, TargetChanged
-from imap_mcp.server.imap.mailboxes import MailboxInfo, list_mailboxes
+from imap_mcp.server.imap.mailboxes import (
+    MailboxInfo,
+    OutsideNamespaces,
+    check_new_name,
+    delete_mailbox,
+    list_mailboxes,
+)
 from imap_mcp.server.imap.pool import NoSuchMailbox
 
 FolderOperation = Literal["delete_mailbox", "rename_mailbox"]
@@ -27,6 +36,29 @@ _STATUS = [b"UIDVALIDITY", b"UIDNEXT", b"MESSAGES"]
 
 
 SHOWN_CHILDREN = 5
+
+
+@dataclass(frozen=True)
+class PlannedFolderChange:
+    """Exactly what a person is asked to approve: `mailbox` as it is now (UIDVALIDITY; for a delete also
+    UIDNEXT and the message count) and, for a rename, `new_name`. None where the mailbox holds no messages."""
+
+    operation: FolderOperation
+    account: str
+    mailbox: str
+    uidvalidity: int | None = None
+    new_name: str | None = None
+    uidnext: int | None = None
+    messages: int | None = None
+
+    @property
+    def target(self) -> Target:
+        """What the approval is sealed to: the mailbox with the numbers that pin its state, and the new name."""
+        pinned = tuple(n for n in (self.uidvalidity, self.uidnext, self.messages) if n is not None)
+        scopes = [Scope("mailbox", self.mailbox, pinned)]
+        if self.new_name is not None:
+            scopes.append(Scope("new_name", self.new_name))
+        return Target(self.operation, self.account, tuple(scopes))
 
 
 def _children(client: IMAPClient, name: str) -> list[str]:
@@ -52,6 +84,20 @@ def _refuse_a_parent(client: IMAPClient, name: str) -> None:
         )
 
 
+def refuse_unsafe_characters(name: str) -> None:
+    """Refuse a new name holding a character an approval dialog would have to escape (a line or paragraph
+    separator, a control, a bidirectional or other invisible format character). Spaces of every kind are
+    allowed: a dialog shows those other than U+0020 escaped."""
+    unsafe = sorted({char for char in name if needs_escape(char) and unicodedata.category(char) != "Zs"})
+    if unsafe:
+        codes = ", ".join(f"U+{ord(char):04X}" for char in unsafe)
+        raise ChangeRefused(
+            f"The mailbox name {shown(name)} contains {codes}: line breaks, control, bidirectional and other "
+            "invisible characters are not allowed in a new mailbox name, because such a name could pose as other "
+            "text in an approval dialog. Nothing was changed; choose a name without them."
+        )
+
+
 def _listed(client: IMAPClient, name: str) -> bool | None:
     """None when `name` does not exist; else whether it can hold messages."""
     found = next((m for m in list_mailboxes(client) if m.name == name), None)
@@ -70,7 +116,8 @@ def _status(client: IMAPClient, name: str) -> dict[bytes, int] | None:
 
 def plan_folder_change(
     client: IMAPClient, account: str, operation: FolderOperation, mailbox: str, new_name: str | None
-) -> Target:
+) -> PlannedFolderChange:
+    """The exact plan for deleting or renaming `mailbox` now, or `ChangeRefused` / `NoSuchMailbox`."""
     if mailbox.upper() == "INBOX":
         raise ChangeRefused("INBOX cannot be deleted or renamed; nothing was changed.")
     status = _status(client, mailbox)
@@ -79,43 +126,48 @@ def plan_folder_change(
     if operation == "rename_mailbox":
         if not new_name:
             raise ChangeRefused("A rename needs new_name: the full new name of the mailbox.")
+        refuse_unsafe_characters(new_name)
+        _refuse_outside_namespaces(client, new_name)
         if _listed(client, new_name) is not None:
             raise ChangeRefused(f"A mailbox named {new_name!r} already exists; choose another new_name.")
-    return Target(
+    return PlannedFolderChange(
         operation=operation,
         account=account,
-        source=mailbox,
-        source_uidvalidity=status[b"UIDVALIDITY"] if status else None,
-        destination=new_name if operation == "rename_mailbox" else None,
-        source_uidnext=status[b"UIDNEXT"] if status and operation == "delete_mailbox" else None,
-        source_messages=status[b"MESSAGES"] if status and operation == "delete_mailbox" else None,
+        mailbox=mailbox,
+        uidvalidity=status[b"UIDVALIDITY"] if status else None,
+        new_name=new_name if operation == "rename_mailbox" else None,
+        uidnext=status[b"UIDNEXT"] if status and operation == "delete_mailbox" else None,
+        messages=status[b"MESSAGES"] if status and operation == "delete_mailbox" else None,
     )
 
 
-def execute_folder_change(client: IMAPClient, target: Target) -> None:
+def execute_folder_change(client: IMAPClient, target: PlannedFolderChange) -> None:
     """Delete or rename exactly the approved mailbox; `TargetChanged` if it is not as it was."""
     try:
-        now = plan_folder_change(
-            client,
-            target.account,
-            target.operation,
-            target.source,
-            target.destination,  # type: ignore[arg-type]
-        )
+        now = plan_folder_change(client, target.account, target.operation, target.mailbox, target.new_name)
     except (NoSuchMailbox, ChangeRefused) as exc:
         raise TargetChanged(f"{exc} Nothing was changed.") from None
     if now != target:
         raise TargetChanged(
-            f"The mailbox {target.source!r} changed since the change was approved (new mail, or it was re-created). "
+            f"The mailbox {target.mailbox!r} changed since the change was approved (new mail, or it was re-created). "
             "Nothing was changed; call the tool again to be asked anew."
         )
     if target.operation == "delete_mailbox":
-        client.delete_folder(target.source)
+        delete_mailbox(client, target.mailbox)
     else:
-        client.rename_folder(target.source, target.destination)
+        client.rename_folder(target.mailbox, target.new_name)
+
+
+def _refuse_outside_namespaces(client: IMAPClient, name: str) -> None:
+    try:
+        check_new_name(client, name)
+    except OutsideNamespaces as exc:
+        raise ChangeRefused(str(exc)) from None
 
 
 def create_folder(client: IMAPClient, name: str) -> None:
+    refuse_unsafe_characters(name)
+    _refuse_outside_namespaces(client, name)
     if _listed(client, name) is not None:
         raise ChangeRefused(f"A mailbox named {name!r} already exists; nothing was changed.")
     try:

@@ -1,8 +1,9 @@
 """Moving, copying and deleting messages, exactly as approved.
 
 Planning (`plan_message_change`) observes the mailbox's current state and returns the exact
-`Target` a person is asked about. Executing (`execute_message_change`) re-observes it and runs
-only if it is still that target, so nothing acts on a mailbox that was re-created in between.
+`PlannedMessageChange` a person is asked about (its `target` is what the approval is sealed
+to). Executing (`execute_message_change`) re-observes it and runs only if it is still that
+plan, so nothing acts on a mailbox that was re-created in between.
 
 Mailbox-side rules:
 - Move uses MOVE where offered; otherwise COPY, then `\\Deleted` + `UID EXPUNGE` of exactly the
@@ -12,12 +13,12 @@ Mailbox-side rules:
   EXPUNGE, which would also remove messages another client had marked `\\Deleted`.
 - A trash-delete with no Trash mailbox is refused, never turned into a permanent one.
 - A person is only ever asked about UIDs that exist when asked: the rest of a request (UIDs
-  already gone, or not yet given out) is left out of the `Target`, and a request none of whose
+  already gone, or not yet given out) is left out of the plan, and a request none of whose
   UIDs exist is refused. UIDs are never reused within one UIDVALIDITY, so no approval, however
   replayed, can reach mail that arrives later.
 - UIDs gone by the time an approved change runs are reported as missing, so replaying an
   executed approval does nothing; a replayed copy skips what it already copied
-  (`mailbox_changes_copies`).
+  (`changes.copies`).
 - A change into the mailbox it comes from is refused; INBOX is one mailbox in any case (RFC 3501).
 - Every UID set goes to the server compressed into ranges (`uid_sets.compress`).
 """
@@ -25,31 +26,55 @@ Mailbox-side rules:
 from __future__ import annotations
 
 import imaplib
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Literal
 
 from imapclient import IMAPClient
 
-from imap_mcp.sealing import Target
+from imap_mcp.sealing import Scope, Target
+from imap_mcp.server.changes.claims import Standing, claim_message_id, contend, expunge_exactly, release, stake
 from imap_mcp.server.changes.copies import already_copied
-from imap_mcp.server.imap.fetch import split_uid_set
-from imap_mcp.server.imap.lookup import Target as Messages
-from imap_mcp.server.imap.lookup import check_target
-from imap_mcp.server.imap.mailboxes import list_mailboxes
+from imap_mcp.server.errors import MailboxError
+from imap_mcp.server.imap.fetch import split_uid_set, take_response_codes
+from imap_mcp.server.imap.lookup import MessageSelection, check_selection
+from imap_mcp.server.imap.mailboxes import mailbox_with_role, missing_role_advice
 from imap_mcp.server.imap.message_ids import StaleMessageId
 from imap_mcp.server.imap.pool import NoSuchMailbox, examine
 from imap_mcp.server.imap.uid_sets import compress, expand
 
-Operation = Literal["trash", "delete_permanently", "move", "copy"]
-DELETED = b"\\Deleted"
+MessageOperation = Literal["trash", "delete_permanently", "move", "copy"]
 
 
-class ChangeRefused(Exception):
+class ChangeRefused(MailboxError):
     """The change cannot run as asked; the message says why and what to do instead."""
 
 
 class TargetChanged(ChangeRefused):
     """The mailbox is no longer in the state the approval was given for."""
+
+
+@dataclass(frozen=True)
+class PlannedMessageChange:
+    """Exactly what a person is asked to approve: these UIDs of `source` (at its UIDVALIDITY), and where
+    they go (`destination` at its UIDVALIDITY, if it has one)."""
+
+    operation: MessageOperation
+    account: str
+    source: str
+    source_uidvalidity: int
+    uids: tuple[int, ...]
+    destination: str | None = None
+    destination_uidvalidity: int | None = None
+
+    @property
+    def target(self) -> Target:
+        """What the approval is sealed to: the source and destination as scopes, the UIDs as items."""
+        scopes = [Scope("source", self.source, (self.source_uidvalidity,))]
+        if self.destination is not None:
+            pinned = () if self.destination_uidvalidity is None else (self.destination_uidvalidity,)
+            scopes.append(Scope("destination", self.destination, pinned))
+        return Target(self.operation, self.account, tuple(scopes), self.uids)
 
 
 @dataclass(frozen=True)
@@ -77,7 +102,7 @@ _NO_MOVE = {
 }
 
 
-def require_move_support(client: IMAPClient, operation: Operation) -> None:
+def require_move_support(client: IMAPClient, operation: MessageOperation) -> None:
     if not (has(client, "MOVE") or has(client, "UIDPLUS")):
         raise ChangeRefused(f"The IMAP server offers neither MOVE nor UIDPLUS, so {_NO_MOVE[operation]}")
 
@@ -92,19 +117,17 @@ def require_uid_expunge(client: IMAPClient) -> None:
 
 
 def trash_mailbox(client: IMAPClient) -> str:
-    """The mailbox with the SPECIAL-USE role \\Trash, else one named `Trash`; refused when there is none."""
-    boxes = list_mailboxes(client)
-    for wanted in (lambda b: b.role == "trash", lambda b: b.name.lower() == "trash"):
-        found = next((b.name for b in boxes if b.selectable and wanted(b)), None)
-        if found:
-            return found
-    raise ChangeRefused(
-        "This account has no Trash mailbox, so the messages cannot be moved there. Nothing was changed. "
-        "Create one with manage_mailbox, or delete with permanent: true (which cannot be undone)."
-    )
+    """The mailbox with the Trash role (`mailbox_with_role`); refused when there is none."""
+    found = mailbox_with_role(client, "trash")
+    if found is None:
+        raise ChangeRefused(
+            "This account has no Trash mailbox, so the messages cannot be moved there. Nothing was changed. "
+            f"{missing_role_advice(client, 'trash')} Or delete with permanent: true (which cannot be undone)."
+        )
+    return found
 
 
-def open_source(client: IMAPClient, messages: Messages, readonly: bool) -> int:
+def open_source(client: IMAPClient, messages: MessageSelection, readonly: bool) -> int:
     """Select (or EXAMINE) the messages' mailbox; its UIDVALIDITY, or `StaleMessageId` if it changed."""
     if readonly:
         uidvalidity = examine(client, messages.mailbox).uidvalidity
@@ -115,7 +138,7 @@ def open_source(client: IMAPClient, messages: Messages, readonly: bool) -> int:
             raise NoSuchMailbox(
                 f"Mailbox {messages.mailbox!r} cannot be opened for changes; check the name with list_mailboxes."
             ) from None
-    check_target(messages, uidvalidity)
+    check_selection(messages, uidvalidity)
     return uidvalidity
 
 
@@ -141,11 +164,11 @@ def canonical_name(name: str) -> str:
 
 
 def plan_message_change(
-    client: IMAPClient, account: str, selection: Messages, operation: Operation, destination: str | None
-) -> Target:
-    """The exact target of moving/copying/deleting `selection` now, or `ChangeRefused`.
+    client: IMAPClient, account: str, selection: MessageSelection, operation: MessageOperation, destination: str | None
+) -> PlannedMessageChange:
+    """The exact plan for moving/copying/deleting `selection` now, or `ChangeRefused`.
 
-    The target holds only those of the requested UIDs that exist now (see the module docstring).
+    The plan holds only those of the requested UIDs that exist now (see the module docstring).
     """
     source_uidvalidity = open_source(client, selection, readonly=True)
     uids = uids_to_ask_about(client, selection)
@@ -168,7 +191,7 @@ def plan_message_change(
                 f"The messages are already in {selection.mailbox!r} ({destination!r} is the same mailbox). "
                 "Nothing was changed; choose another destination."
             )
-    return Target(
+    return PlannedMessageChange(
         operation=operation,
         account=account,
         source=selection.mailbox,
@@ -179,7 +202,7 @@ def plan_message_change(
     )
 
 
-def uids_to_ask_about(client: IMAPClient, selection: Messages) -> tuple[int, ...]:
+def uids_to_ask_about(client: IMAPClient, selection: MessageSelection) -> tuple[int, ...]:
     """Those of the selection's UIDs the selected mailbox holds now; `ChangeRefused` when it holds none."""
     present = tuple(sorted(existing_uids(client, selection.uids)))
     if not present:
@@ -196,19 +219,39 @@ def _named(uids: tuple[int, ...]) -> str:
     return f"UIDs {shown}" if len(shown) <= 200 else f"{len(uids)} UIDs"
 
 
+def left_out(uids: tuple[int, ...], kept: AbstractSet[int]) -> tuple[int, ...]:
+    """Those of `uids` not in `kept`, in their order: one set lookup per UID (linear, never ids times messages)."""
+    return tuple(uid for uid in uids if uid not in kept)
+
+
+#: the first UID Cyrus does not take in a SEARCH set (RFC 3501 allows UIDs up to 2^32 - 1)
+_CYRUS_UID_LIMIT = 2**31
+
+
 def existing_uids(client: IMAPClient, uids: tuple[int, ...]) -> set[int]:
-    """Which of `uids` the selected mailbox holds (`UID SEARCH UID <set>`: UIDs, never sequence numbers)."""
+    """Which of `uids` the selected mailbox holds (`UID SEARCH UID <set>`: UIDs, never sequence numbers).
+
+    UIDs from 2^31 up are asked about in sets of their own: Cyrus answers an empty SEARCH for a
+    whole set that names one.
+    """
+    low = [uid for uid in uids if uid < _CYRUS_UID_LIMIT]
+    high = [uid for uid in uids if uid >= _CYRUS_UID_LIMIT]
+    pieces = [piece for group in (low, high) if group for piece in split_uid_set(compress(group))]
     found: set[int] = set()
-    for piece in split_uid_set(compress(uids)):
+    for piece in pieces:
         found.update(client.search(["UID", piece]))
     return found & set(uids)
 
 
-def execute_message_change(client: IMAPClient, target: Target) -> ChangeReport:
-    """Run the approved change on exactly `target`; `TargetChanged` if the mailboxes moved on."""
-    source = Messages(target.source, target.source_uidvalidity, target.uids)
+def execute_message_change(client: IMAPClient, target: PlannedMessageChange, claim_lifetime: float) -> ChangeReport:
+    """Run the approved change on exactly `target`; `TargetChanged` if the mailboxes moved on.
+
+    A move, copy or trash-delete first claims the destination (`changes.claims`): an attempt
+    that does not hold the claim raises `ChangeInProgress` and changes nothing.
+    """
+    source = MessageSelection(target.source, target.source_uidvalidity, target.uids)
     try:
-        open_source(client, source, readonly=target.operation == "copy")
+        open_source(client, source, readonly=True)
         destination_uidvalidity = uidvalidity_of(client, target.destination) if target.destination else None
     except (NoSuchMailbox, StaleMessageId) as exc:
         raise TargetChanged(
@@ -219,28 +262,59 @@ def execute_message_change(client: IMAPClient, target: Target) -> ChangeReport:
             f"The mailbox {target.destination!r} was re-created since the change was approved. Nothing was "
             "changed; call the tool again to be asked anew."
         )
-    present = tuple(sorted(existing_uids(client, target.uids)))
-    missing = tuple(uid for uid in target.uids if uid not in present)
-    copied_before: tuple[int, ...] = ()
-    if present and target.operation == "copy":
-        copied_before = _copied_before(client, source, present, target.destination or "")
-        present = tuple(uid for uid in present if uid not in copied_before)
-    new_uids = _run(client, target, present) if present else {}
-    return ChangeReport(present, missing, new_uids, destination_uidvalidity, copied_before)
+    claim = stake(client, target.destination, claim_message_id(target.target)) if target.destination else None
+    if claim is None:
+        return _change(client, target, Standing(floor=None))
+    try:
+        return _change(client, target, contend(client, claim, claim_lifetime))
+    finally:
+        release(client, claim)
 
 
-def _copied_before(client: IMAPClient, source: Messages, uids: tuple[int, ...], destination: str) -> tuple[int, ...]:
-    """Those of `uids` whose Message-ID `destination` holds; the source is selected again afterwards."""
-    found = already_copied(client, uids, destination)
-    open_source(client, source, readonly=True)
+def _change(client: IMAPClient, target: PlannedMessageChange, standing: Standing) -> ChangeReport:
+    """The change itself, skipping what an earlier attempt already did."""
+    source = MessageSelection(target.source, target.source_uidvalidity, target.uids)
+    readonly = target.operation == "copy"
+    open_source(client, source, readonly=readonly)
+    found = existing_uids(client, target.uids)
+    present = tuple(sorted(found))
+    missing = left_out(target.uids, found)
+    done_before: tuple[int, ...] = ()
+    if present and target.destination and (readonly or standing.floor is not None):
+        # a copy skips what the destination holds; a move completes what a dead attempt copied above its claim
+        above = 0 if readonly else standing.floor or 0
+        done_before = _copied_before(client, source, present, target.destination, above, readonly)
+    to_do = left_out(present, set(done_before))
+    new_uids = _run(client, target, to_do) if to_do else {}
+    if done_before and not readonly:
+        expunge_exactly(client, compress(done_before))
+        return ChangeReport(present, missing, new_uids, target.destination_uidvalidity)
+    return ChangeReport(to_do, missing, new_uids, target.destination_uidvalidity, done_before)
+
+
+def all_copied_already(client: IMAPClient, target: PlannedMessageChange) -> bool:
+    """Whether `target` is a copy whose every message the destination already holds: nothing to ask about."""
+    if target.operation != "copy":
+        return False
+    source = MessageSelection(target.source, target.source_uidvalidity, target.uids)
+    copied = _copied_before(client, source, target.uids, target.destination or "", 0, readonly=True)
+    return len(copied) == len(target.uids)
+
+
+def _copied_before(
+    client: IMAPClient, source: MessageSelection, uids: tuple[int, ...], destination: str, above: int, readonly: bool
+) -> tuple[int, ...]:
+    """Those of `uids` whose Message-ID `destination` holds above UID `above`; the source is selected again."""
+    found = already_copied(client, uids, destination, above)
+    open_source(client, source, readonly=readonly)
     return tuple(sorted(found))
 
 
-def _run(client: IMAPClient, target: Target, uids: tuple[int, ...]) -> dict[int, int]:
+def _run(client: IMAPClient, target: PlannedMessageChange, uids: tuple[int, ...]) -> dict[int, int]:
     uid_set = compress(uids)
     _take_copyuid(client)
     if target.operation == "delete_permanently":
-        _expunge_exactly(client, uid_set)
+        expunge_exactly(client, uid_set)
         return {}
     assert target.destination is not None
     if target.operation == "copy":
@@ -249,13 +323,8 @@ def _run(client: IMAPClient, target: Target, uids: tuple[int, ...]) -> dict[int,
         client.move(uid_set, target.destination)
     else:
         client.copy(uid_set, target.destination)
-        _expunge_exactly(client, uid_set)
+        expunge_exactly(client, uid_set)
     return _take_copyuid(client)
-
-
-def _expunge_exactly(client: IMAPClient, uid_set: str) -> None:
-    client.add_flags(uid_set, [DELETED], silent=True)
-    client.uid_expunge(uid_set)
 
 
 def _take_copyuid(client: IMAPClient) -> dict[int, int]:
@@ -265,7 +334,7 @@ def _take_copyuid(client: IMAPClient) -> dict[int, int]:
     keeps every response code it saw; this reads and clears that record.
     """
     mapping: dict[int, int] = {}
-    for raw in client._imap.untagged_responses.pop("COPYUID", []):
+    for raw in take_response_codes(client, "COPYUID"):
         _, old, new = raw.decode("ascii", "replace").split()
         mapping.update(zip(expand(old), expand(new), strict=True))
     return mapping

@@ -6,20 +6,18 @@ line says which tools will not (or will work differently).
 
 from __future__ import annotations
 
-import imaplib
 import ssl
-from collections.abc import Callable
 
 from imapclient import IMAPClient
-from imapclient.exceptions import IMAPClientError, LoginError
+from imapclient.exceptions import LoginError
 
-from imap_mcp.server.changes.flags_drafts import drafts_mailbox
-from imap_mcp.server.changes.messages import ChangeRefused, trash_mailbox
-from imap_mcp.server.check.steps import Endpoint, Step, StepFailed, no_tls, reach, tls_ok
+from imap_mcp.server.check.steps import Endpoint, Step, StepFailed, no_tls, oauth_identity, reach, tls_ok
 from imap_mcp.server.config import ImapSettings
-from imap_mcp.server.imap.connection import close
-from imap_mcp.server.imap.mailboxes import list_mailboxes
-from imap_mcp.server.outgoing.sent_mailbox import NoSentMailbox, sent_mailbox
+from imap_mcp.server.errors import MailboxError
+from imap_mcp.server.imap.connection import close, log_in
+from imap_mcp.server.imap.failures import LIBRARY_ERRORS, explain
+from imap_mcp.server.imap.mailboxes import Role, list_mailboxes, missing_role_advice
+from imap_mcp.server.oauth.errors import OAuthError
 from imap_mcp.server.tls import tls_context
 
 #: the capabilities that matter, and what changes without each
@@ -31,11 +29,11 @@ CAPABILITIES = {
     "SPECIAL-USE": "mailbox roles (Sent, Trash, Drafts) may be unknown",
     "CONDSTORE": "search results are not cached: every page searches again",
 }
-#: the mailbox roles that matter: how to find one, and what does not work without it
-ROLES: dict[str, tuple[Callable[[IMAPClient], str], str]] = {
-    "Trash": (trash_mailbox, "delete_messages can only delete permanently"),
-    "Sent": (sent_mailbox, "send_message and reply_to_message refuse (they keep their record in Sent)"),
-    "Drafts": (drafts_mailbox, "save_draft refuses"),
+#: the mailbox roles that matter, and what does not work without each
+ROLES: dict[Role, str] = {
+    "trash": "delete_messages can only delete permanently",
+    "sent": "send_message and reply_to_message refuse (they keep their record in Sent)",
+    "drafts": "save_draft refuses",
 }
 
 
@@ -62,16 +60,15 @@ def check_imap(settings: ImapSettings) -> list[Step]:
             close(client)
     except StepFailed as failed:
         steps.append(failed.step)
-    except (IMAPClientError, imaplib.IMAP4.error, OSError) as exc:
-        steps.append(
-            Step(
-                "IMAP session",
-                "fail",
-                f"the connection to {endpoint.where} failed after LOGIN ({type(exc).__name__}): run the check again; "
-                "if it repeats, the server drops sessions (or answers slower than IMAP_TIMEOUT).",
-            )
-        )
+    except LIBRARY_ERRORS as exc:
+        steps.append(_session_failed(explain(exc, settings, "asking for its capabilities and mailboxes")))
+    except MailboxError as exc:
+        steps.append(_session_failed(exc))
     return steps
+
+
+def _session_failed(exc: MailboxError) -> Step:
+    return Step("IMAP session", "fail", f"after the login: {exc}")
 
 
 def _greeted(endpoint: Endpoint) -> IMAPClient:
@@ -88,7 +85,7 @@ def _greeted(endpoint: Endpoint) -> IMAPClient:
 
     try:
         return endpoint.attempt("greeting", "the IMAP greeting", connect)
-    except (IMAPClientError, imaplib.IMAP4.error, OSError) as exc:
+    except LIBRARY_ERRORS as exc:
         raise endpoint.fail(
             "greeting",
             f"{endpoint.where} did not greet as an IMAP server ({type(exc).__name__}): check IMAP_HOST, "
@@ -108,20 +105,24 @@ def _starttls(endpoint: Endpoint, client: IMAPClient) -> Step:
 
 
 def _login(endpoint: Endpoint, settings: ImapSettings, client: IMAPClient) -> Step:
+    """LOGIN, or the SASL login of OAuth, exactly as `connect` logs in (`imap.connection.log_in`)."""
+    command = "LOGIN" if settings.oauth is None else "AUTHENTICATE"
     try:
-        endpoint.attempt(
-            "login", "the answer to LOGIN", lambda: client.login(settings.username, settings.password.reveal())
-        )
+        used = endpoint.attempt("login", f"the answer to {command}", lambda: log_in(client, settings))
     except LoginError:
         raise endpoint.fail(
             "login",
             f"{endpoint.where} refused the login for {settings.username!r}: check IMAP_USERNAME and IMAP_PASSWORD.",
         ) from None
-    except (IMAPClientError, imaplib.IMAP4.error, OSError) as exc:
+    except OAuthError as exc:
+        raise endpoint.fail("login", str(exc)) from None
+    except LIBRARY_ERRORS as exc:
         raise endpoint.fail(
-            "login", f"LOGIN failed ({type(exc).__name__}): check IMAP_TLS (the server may refuse LOGIN without TLS)."
+            "login", f"{command} failed ({type(exc).__name__}): check IMAP_TLS (the server may refuse it without TLS)."
         ) from None
-    return Step("IMAP login", "ok", f"LOGIN as {settings.username!r} accepted")
+    if settings.oauth is None:
+        return Step("IMAP login", "ok", f"LOGIN as {settings.username!r} accepted")
+    return Step("IMAP login", "ok", f"{oauth_identity(used, settings.username, settings.oauth)} accepted")
 
 
 def capabilities_step(client: IMAPClient) -> Step:
@@ -136,19 +137,19 @@ def capabilities_step(client: IMAPClient) -> Step:
 
 def mailbox_steps(client: IMAPClient) -> list[Step]:
     """One line for the mailboxes found for each role (Trash, Sent, Drafts, then Junk, Archive, ...), one per
-    role that matters and is missing."""
-    found: dict[str, str] = {}
-    steps = []
-    for role, (find, without) in ROLES.items():
-        try:
-            found[role] = find(client)
-        except (ChangeRefused, NoSentMailbox):
-            steps.append(Step(f"IMAP {role}", "warn", f"no {role} mailbox: {without}."))
+    role that matters and is missing (with what to create, named as this server expects)."""
+    found: dict[Role, str] = {}
     for mailbox in list_mailboxes(client):
-        role = mailbox.role.capitalize()
-        if mailbox.role not in ("none", "inbox") and role not in found:
-            found[role] = mailbox.name
+        if mailbox.selectable and mailbox.role not in ("none", "inbox"):
+            found.setdefault(mailbox.role, mailbox.name)
+    steps = [_missing_role(client, role, without) for role, without in ROLES.items() if role not in found]
     if found:
-        listed = ", ".join(f"{role} = {name!r}" for role, name in found.items())
+        ordered = [*[role for role in ROLES if role in found], *[role for role in found if role not in ROLES]]
+        listed = ", ".join(f"{role.title()} = {found[role]!r}" for role in ordered)
         steps.insert(0, Step("IMAP mailboxes", "ok", listed))
     return steps
+
+
+def _missing_role(client: IMAPClient, role: Role, without: str) -> Step:
+    name = role.title()
+    return Step(f"IMAP {name}", "warn", f"no {name} mailbox: {without}. {missing_role_advice(client, role)}")

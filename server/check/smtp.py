@@ -6,8 +6,10 @@ import contextlib
 import smtplib
 import ssl
 
-from imap_mcp.server.check.steps import Endpoint, Step, StepFailed, no_tls, reach, tls_ok
+from imap_mcp.server.check.steps import Endpoint, Step, StepFailed, no_tls, oauth_identity, reach, tls_ok
 from imap_mcp.server.config import SmtpSettings
+from imap_mcp.server.oauth.errors import OAuthError
+from imap_mcp.server.outgoing.smtp import log_in
 from imap_mcp.server.tls import tls_context
 
 
@@ -70,20 +72,23 @@ def _starttls(endpoint: Endpoint, connection: smtplib.SMTP) -> Step:
 
 
 def _auth(endpoint: Endpoint, settings: SmtpSettings, connection: smtplib.SMTP) -> Step:
-    if not connection.has_extn("auth"):
+    """AUTH exactly as a send does it (`outgoing.smtp.log_in`): a password where offered, or OAuth's SASL login."""
+    if settings.oauth is None and not connection.has_extn("auth"):
         return Step("SMTP AUTH", "ok", f"{endpoint.where} offers no AUTH: mail is handed over without a login")
     try:
-        endpoint.attempt(
-            "AUTH", "the answer to AUTH", lambda: connection.login(settings.username, settings.password.reveal())
-        )
+        used = endpoint.attempt("AUTH", "the answer to AUTH", lambda: log_in(connection, settings))
     except smtplib.SMTPAuthenticationError:
         raise endpoint.fail(
             "AUTH",
             f"{endpoint.where} refused the login for {settings.username!r}: check SMTP_USERNAME and SMTP_PASSWORD "
             "(they default to IMAP_USERNAME and IMAP_PASSWORD).",
         ) from None
+    except OAuthError as exc:
+        raise endpoint.fail("AUTH", str(exc)) from None
     except (smtplib.SMTPException, OSError) as exc:
         raise endpoint.fail(
             "AUTH", f"AUTH failed ({type(exc).__name__}): check SMTP_TLS (many servers offer AUTH only over TLS)."
         ) from None
-    return Step("SMTP AUTH", "ok", f"login as {settings.username!r} accepted")
+    if settings.oauth is None or used is None:
+        return Step("SMTP AUTH", "ok", f"login as {settings.username!r} accepted")
+    return Step("SMTP AUTH", "ok", f"{oauth_identity(used, settings.username, settings.oauth)} accepted")

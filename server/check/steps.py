@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Literal, TypeVar
 
 from imap_mcp.server.config import TlsMode
+from imap_mcp.server.oauth.settings import OAuthSettings
 from imap_mcp.server.tls import tls_context
 
 Outcome = Literal["ok", "warn", "fail"]
@@ -172,4 +173,12 @@ def no_tls(endpoint: Endpoint) -> Step:
         endpoint.step("TLS"),
         "ok",
         f"off ({endpoint.setting('TLS')}=none, accepted only for a loopback {endpoint.setting('HOST')})",
+    )
+
+
+def oauth_identity(mechanism: str, username: str, oauth: OAuthSettings) -> str:
+    """How an OAuth login went in, without a token: the mechanism, the identity, and whose token it was."""
+    return (
+        f"OAuth 2.0 with SASL {mechanism} as {username!r} (access token for client {oauth.client_id!r} "
+        f"from {oauth.token_url})"
     )

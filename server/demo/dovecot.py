@@ -92,7 +92,7 @@ def free_port() -> int:
 
 
 def write_self_signed_cert(cert_path: Path, key_path: Path) -> None:
-    """An EC P-256 certificate for localhost and 127.0.0.1, valid for a week."""
+    """An EC P-256 certificate for localhost and 127.0.0.1, valid for a week; its key readable by its owner only."""
     import ipaddress
 
     key = ec.generate_private_key(ec.SECP256R1())
@@ -113,9 +113,12 @@ def write_self_signed_cert(cert_path: Path, key_path: Path) -> None:
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
         .sign(key, hashes.SHA256())
     )
-    key_path.write_bytes(
-        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    private = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     )
+    # readable by its owner only, from the first byte (not written world-readable, then narrowed)
+    with os.fdopen(os.open(key_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as out:
+        out.write(private)
     cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
 
 
@@ -128,6 +131,8 @@ class Dovecot:
     hide_move: bool = False
     public_namespace: bool = False
     extra_config: list[str] = field(default_factory=list)
+    #: an RFC 7662 introspection endpoint: then XOAUTH2 and OAUTHBEARER logins are checked against it
+    oauth2_introspection_url: str | None = None
     base: Path | None = None
     dir: Path = field(init=False)
     port: int = field(init=False, default=0)
@@ -224,6 +229,9 @@ class Dovecot:
                 f"  args = password={self.any_user_password}\n  username_filter = t-*\n}}\n"
                 f"userdb {{\n  driver = static\n  args = uid={uid} gid={gid} home={d}/home/%u allow_all_users=yes\n}}\n"
             )
+        mechanisms, oauth2 = "plain login", ""
+        if self.oauth2_introspection_url:
+            mechanisms, oauth2 = "plain login xoauth2 oauthbearer", self._oauth2_config(uid, gid)
         caps = ""
         if self.hide_move:
             caps = "imap_capability = " + " ".join(c for c in DEFAULT_CAPS.split() if c not in ("MOVE", "UIDPLUS"))
@@ -253,7 +261,7 @@ ssl_cert = <{self.cert_file}
 ssl_key = <{d}/tls/key.pem
 {dh}
 disable_plaintext_auth = no
-auth_mechanisms = plain login
+auth_mechanisms = {mechanisms}
 auth_failure_delay = 0
 service anvil {{
   chroot =
@@ -270,6 +278,7 @@ userdb {{
   args = username_format=%u {d}/users
 }}
 {any_user}
+{oauth2}
 mail_location = maildir:~/Maildir:LAYOUT=fs
 mail_fsync = never
 protocol imap {{
@@ -297,6 +306,20 @@ service imap-login {{
 }}
 {extra}
 """
+
+    def _oauth2_config(self, uid: int, gid: int) -> str:
+        """An oauth2 passdb that asks the introspection endpoint (POST token=...) who a bearer token belongs to."""
+        settings = self.dir / "oauth2.conf.ext"
+        settings.write_text(
+            f"introspection_mode = post\nintrospection_url = {self.oauth2_introspection_url}\n"
+            "force_introspection = yes\nusername_attribute = username\nactive_attribute = active\n"
+            "active_value = true\n"
+        )
+        passdb = f"passdb {{\n  driver = oauth2\n  mechanisms = xoauth2 oauthbearer\n  args = {settings}\n}}\n"
+        if self.any_user_password:  # its static userdb already takes every user
+            return passdb
+        userdb_args = f"uid={uid} gid={gid} home={self.dir}/home/%u allow_all_users=yes"
+        return passdb + f"userdb {{\n  driver = static\n  args = {userdb_args}\n}}\n"
 
     def _wait_ready(self, timeout: float) -> None:
         """Ready means a real LOGIN succeeds, not just an open port."""

@@ -14,6 +14,8 @@ from email.utils import format_datetime, make_msgid
 
 from imapclient import IMAPClient
 
+from imap_mcp.server.imap.mailboxes import personal_name
+
 OWNER = "demo@example.org"
 #: mailboxes the sample creates besides the server's own INBOX/Drafts/Sent/Trash/Junk/Archive
 EXTRA_MAILBOXES = ("Projects", "Projects/Entwürfe")
@@ -124,12 +126,16 @@ def sample_messages() -> list[SampleMessage]:
 
 
 def seed(client: IMAPClient) -> int:
-    """Create the sample mailboxes and append the sample messages; returns how many were added."""
+    """Create the sample mailboxes and append the sample messages; returns how many were added.
+
+    Mailbox names are placed in the server's personal namespace (`INBOX.Projects` on Courier).
+    """
     existing = {name for _, _, name in client.list_folders()}
     for name in EXTRA_MAILBOXES:
-        if name not in existing:
-            client.create_folder(name)
+        if personal_name(client, name) not in existing:
+            client.create_folder(personal_name(client, name))
     messages = sample_messages()
     for item in messages:
-        client.append(item.mailbox, item.message.as_bytes(), flags=item.flags, msg_time=item.date)
+        mailbox = personal_name(client, item.mailbox)
+        client.append(mailbox, item.message.as_bytes(), flags=item.flags, msg_time=item.date)
     return len(messages)

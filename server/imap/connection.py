@@ -3,18 +3,48 @@
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import imaplib
+import socket
 import ssl
 
-from imapclient import IMAPClient
+from imapclient import IMAPClient, imap4, tls
 from imapclient.exceptions import IMAPClientError, LoginError
 
 from imap_mcp.server.config import ImapSettings
+from imap_mcp.server.errors import MailboxError
+from imap_mcp.server.imap.deadline import watch
+from imap_mcp.server.oauth.errors import OAuthError
+from imap_mcp.server.oauth.sasl import imap_login
 from imap_mcp.server.tls import tls_context
 
 
-class MailboxUnavailable(Exception):
+class MailboxUnavailable(MailboxError):
     """The IMAP server could not be reached or refused the login; the message says what to check."""
+
+
+class _PlainImap4(imap4.IMAP4WithTimeout):
+    def _create_socket(self, timeout: float | None = None) -> socket.socket:
+        sock = super()._create_socket(timeout)
+        watch(sock)  # before the greeting is read
+        return sock
+
+
+class _TlsImap4(tls.IMAP4_TLS):
+    def _create_socket(self, timeout: float | None = None) -> socket.socket:
+        sock = socket.create_connection((self.host, self.port), timeout=self._timeout if timeout is None else timeout)
+        watch(sock)  # before the TLS handshake and the greeting
+        return tls.wrap_socket(sock, self.ssl_context, self.host)
+
+
+class _WatchedClient(IMAPClient):
+    """An `IMAPClient` whose socket is under the operation's deadline (`imap.deadline`) from the moment it connects."""
+
+    def _create_IMAP4(self) -> imaplib.IMAP4:
+        connect_timeout = getattr(self._timeout, "connect", None)
+        if self.ssl:
+            return _TlsImap4(self.host, self.port, self.ssl_context, connect_timeout)
+        return _PlainImap4(self.host, self.port, connect_timeout)
 
 
 def _where(settings: ImapSettings) -> str:
@@ -31,7 +61,7 @@ def _timed_out(settings: ImapSettings, waiting_for: str) -> MailboxUnavailable:
 def connect(settings: ImapSettings) -> IMAPClient:
     """A logged-in client, or `MailboxUnavailable` with a message safe to show (never the password)."""
     try:
-        client = IMAPClient(
+        client = _WatchedClient(
             settings.host,
             port=settings.port,
             ssl=settings.tls == "implicit",
@@ -53,10 +83,13 @@ def connect(settings: ImapSettings) -> IMAPClient:
     try:
         if settings.tls == "starttls":
             client.starttls(tls_context(settings.ca_file))
-        client.login(settings.username, settings.password.reveal())
+        log_in(client, settings)
     except TimeoutError:
         _close_quietly(client)
         raise _timed_out(settings, "STARTTLS and the answer to LOGIN") from None
+    except OAuthError as exc:
+        _close_quietly(client)
+        raise MailboxUnavailable(str(exc)) from None
     except LoginError:
         _close_quietly(client)
         raise MailboxUnavailable(
@@ -77,6 +110,18 @@ def connect(settings: ImapSettings) -> IMAPClient:
     return client
 
 
+def log_in(client: IMAPClient, settings: ImapSettings) -> str:
+    """Log in as the settings say; returns how: LOGIN, or the SASL mechanism of an OAuth login.
+
+    Raises imapclient's `LoginError` for a refused password and `OAuthError` for OAuth (`connect` and
+    `imap-mcp check` each say what to do).
+    """
+    if settings.oauth is None:
+        client.login(settings.username, settings.password.reveal())
+        return "LOGIN"
+    return imap_login(client, settings.username, settings.oauth, settings.host, settings.port)
+
+
 def _close_quietly(client: IMAPClient) -> None:
     with contextlib.suppress(Exception):  # already broken: nothing more to release
         client.shutdown()
@@ -88,3 +133,16 @@ def close(client: IMAPClient) -> None:
         client.logout()
     except Exception:
         _close_quietly(client)
+
+
+def append(
+    client: IMAPClient, mailbox: str, message: bytes, flags: tuple[bytes, ...], when: dt.datetime | None = None
+) -> bytes:
+    """APPEND `message` to `mailbox`; the server's tagged answer (with APPENDUID where offered).
+
+    A mailbox EXAMINEd on this connection is closed first (CLOSE after EXAMINE expunges nothing):
+    Courier refuses to APPEND to the mailbox it has selected read-only.
+    """
+    if client._imap.state == "SELECTED" and client._imap.is_readonly:
+        client.close_folder()
+    return client.append(mailbox, message, flags=flags, msg_time=when)  # type: ignore[no-any-return]

@@ -4,13 +4,19 @@
   nears the server's limit (64 KB on Dovecot). It also takes a set as the server gave it,
   which imapclient 4.1's own `fetch` cannot: it filters the answer with `int()` on the set.
 - `esearch_all` asks for the matching UIDs as one compact set (RFC 4731 ESEARCH).
-These reach into imapclient's `_imap` (the imaplib connection) and `_raw_command_untagged`,
-the way imapclient's own methods do.
+- `raw_untagged` sends a command imapclient has no method for (SORT, SEARCH with our own syntax).
+- `take_response_codes` reads and clears the response codes imaplib kept (COPYUID after MOVE).
+- `authenticate` runs AUTHENTICATE with a callback that answers each server challenge in turn
+  (imapclient's own OAuth logins resend the token where RFC 7628 wants an ending answer).
+
+This module is the one place that reaches into imapclient's private API (`_imap`, the imaplib
+connection, `_raw_command_untagged`, `_checkok`), the way imapclient's own methods do; an
+imapclient upgrade is checked here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from imapclient import IMAPClient
@@ -91,10 +97,26 @@ def fetch(client: IMAPClient, uids: Sequence[int] | str, items: Sequence[str]) -
 
 def esearch_all(client: IMAPClient, criteria: list[bytes]) -> str:
     """The UIDs matching `criteria` as one compressed set (`UID SEARCH RETURN (ALL)`); "" when none match."""
-    response = client._raw_command_untagged(b"SEARCH", [b"RETURN", b"(ALL)", *criteria], response_name="ESEARCH")
+    response = raw_untagged(client, b"SEARCH", [b"RETURN", b"(ALL)", *criteria], response_name="ESEARCH")
     for line in response:
         words = (line or b"").split()
         for position, word in enumerate(words[:-1]):
             if word.upper() == b"ALL":
                 return words[position + 1].decode("ascii")
     return ""
+
+
+def raw_untagged(client: IMAPClient, command: bytes, args: list[bytes], **options: Any) -> Any:
+    """Send `command` with `args` as given and return its untagged response (imapclient's own raw path)."""
+    return client._raw_command_untagged(command, args, **options)
+
+
+def take_response_codes(client: IMAPClient, code: str) -> list[bytes]:
+    """The `code` response codes (e.g. COPYUID) the connection saw since the last call, and forget them."""
+    taken: list[bytes] = client._imap.untagged_responses.pop(code, [])
+    return taken
+
+
+def authenticate(client: IMAPClient, mechanism: str, answer: Callable[[bytes], str]) -> None:
+    """SASL AUTHENTICATE; `answer(challenge)` gives each client response. A refusal raises IMAPClientError."""
+    client._command_and_check("authenticate", mechanism, answer)

@@ -1,8 +1,8 @@
 """From what a tool was given to the messages it may act on.
 
 Tools take message ids (`imap.…`, see `message_ids`), or — deprecated, for compatibility — a
-mailbox name with UIDs. `resolve_targets` turns either form into `Target`s, one per mailbox;
-`check_target` compares a target with the UIDVALIDITY the server reports now and refuses a
+mailbox name with UIDs. `resolve_selections` turns either form into `MessageSelection`s, one per mailbox;
+`check_selection` compares a target with the UIDVALIDITY the server reports now and refuses a
 stale id (`StaleMessageId`), so a tool never acts on whatever message has that UID today.
 A deprecated mailbox+uid pair has no UIDVALIDITY of its own and is taken to mean "now".
 UIDs are always UIDs: a sequence number or a range such as `1:*` is never accepted.
@@ -19,7 +19,7 @@ from imap_mcp.server.imap.message_ids import MAX_UID, InvalidMessageId, MessageR
 
 
 @dataclass(frozen=True)
-class Target:
+class MessageSelection:
     """UIDs in one mailbox; `uidvalidity` is None when they came as deprecated mailbox+uid."""
 
     mailbox: str
@@ -36,7 +36,9 @@ def _checked_uid(uid: object) -> int:
     return uid
 
 
-def resolve_targets(ids: Sequence[str] | None, mailbox: str | None, uids: Sequence[int] | None) -> list[Target]:
+def resolve_selections(
+    ids: Sequence[str] | None, mailbox: str | None, uids: Sequence[int] | None
+) -> list[MessageSelection]:
     """The targets named by `ids`, or by the deprecated `mailbox` + `uids`; exactly one form must be given.
 
     Ids are grouped by mailbox (and UIDVALIDITY) in the order they first appear; duplicates are dropped.
@@ -44,31 +46,29 @@ def resolve_targets(ids: Sequence[str] | None, mailbox: str | None, uids: Sequen
     if ids and (mailbox is not None or uids):
         raise InvalidMessageId("Give either message ids or the deprecated mailbox + uid, not both.")
     if ids:
-        groups: dict[tuple[str, int], list[int]] = {}
+        groups: dict[tuple[str, int], dict[int, None]] = {}  # dicts as ordered sets: linear in the ids
         for raw in ids:
             ref = decode_id(raw)
-            uid_list = groups.setdefault((ref.mailbox, ref.uidvalidity), [])
-            if ref.uid not in uid_list:
-                uid_list.append(ref.uid)
-        return [Target(box, validity, tuple(found)) for (box, validity), found in groups.items()]
+            groups.setdefault((ref.mailbox, ref.uidvalidity), {})[ref.uid] = None
+        return [MessageSelection(box, validity, tuple(found)) for (box, validity), found in groups.items()]
     if mailbox is None or not uids:
         raise InvalidMessageId("Give the message id a tool returned (or, deprecated, mailbox together with uid).")
-    return [Target(mailbox, None, tuple(dict.fromkeys(_checked_uid(u) for u in uids)))]
+    return [MessageSelection(mailbox, None, tuple(dict.fromkeys(_checked_uid(u) for u in uids)))]
 
 
-def resolve_one(message_id: str | None, mailbox: str | None, uid: int | None) -> Target:
+def resolve_one(message_id: str | None, mailbox: str | None, uid: int | None) -> MessageSelection:
     """The single message named by `message_id`, or by the deprecated `mailbox` + `uid`."""
-    targets = resolve_targets([message_id] if message_id else None, mailbox, [uid] if uid is not None else None)
+    targets = resolve_selections([message_id] if message_id else None, mailbox, [uid] if uid is not None else None)
     return targets[0]
 
 
-def current_ref(client: IMAPClient, target: Target) -> MessageRef:
+def current_ref(client: IMAPClient, target: MessageSelection) -> MessageRef:
     """The one message of `target`, checked against its mailbox's UIDVALIDITY now (examines the mailbox)."""
     current = client.select_folder(target.mailbox, readonly=True)[b"UIDVALIDITY"]
-    return check_target(target, current)[0]
+    return check_selection(target, current)[0]
 
 
-def check_target(target: Target, current_uidvalidity: int) -> list[MessageRef]:
+def check_selection(target: MessageSelection, current_uidvalidity: int) -> list[MessageRef]:
     """The target's messages under the mailbox's current UIDVALIDITY; `StaleMessageId` if it changed."""
     refs = [MessageRef(target.mailbox, target.uidvalidity or current_uidvalidity, uid) for uid in target.uids]
     for ref in refs:

@@ -1,12 +1,30 @@
-"""Listing mailboxes and their roles (RFC 6154 SPECIAL-USE)."""
+"""Listing mailboxes, their roles, and the personal namespace.
+
+A mailbox's role comes from, in this order: its SPECIAL-USE attribute (RFC 6154), or where the
+server does not offer SPECIAL-USE its XLIST attribute (the older Gmail-era extension); then, for
+a role no mailbox carries an attribute for, its name, compared after the personal namespace's
+prefix and delimiter (`INBOX.Trash`, `INBOX/Sent`), case-insensitively, with the names real
+providers and clients use (`Sent Items`, `Deleted Messages`, `Junk E-mail`, ...).
+`mailbox_with_role` is the one lookup every tool uses.
+
+The personal namespace (RFC 2342 NAMESPACE) says where this account's own mailboxes live:
+Dovecot and Cyrus put them at the top level, Courier under `INBOX.`. New names must be in a
+namespace (`check_new_name`), and advice to create a mailbox names it the server's way
+(`personal_name`).
+"""
 
 from __future__ import annotations
 
+import imaplib
+import time
+from dataclasses import dataclass
 from typing import Literal
 
 from imapclient import IMAPClient
 from imapclient.exceptions import IMAPClientError
 from pydantic import BaseModel, Field
+
+from imap_mcp.server.errors import MailboxError
 
 Role = Literal["inbox", "sent", "drafts", "trash", "junk", "archive", "all", "flagged", "none"]
 
@@ -19,26 +37,98 @@ SPECIAL_USE_ROLES: dict[bytes, Role] = {
     b"\\all": "all",
     b"\\flagged": "flagged",
 }
+#: XLIST's own attributes for the same roles (Gmail's; XLIST also sends \Sent, \Drafts, \Trash)
+XLIST_ROLES: dict[bytes, Role] = {**SPECIAL_USE_ROLES, b"\\spam": "junk", b"\\allmail": "all", b"\\starred": "flagged"}
+#: names (after the personal prefix, lower case) that mean a role, most usual first
+ROLE_NAMES: dict[Role, tuple[str, ...]] = {
+    "sent": ("sent", "sent items", "sent messages", "sent mail"),
+    "drafts": ("drafts",),
+    "trash": ("trash", "deleted items", "deleted messages", "bin"),
+    "junk": ("junk", "spam", "junk e-mail", "junk email", "bulk mail"),
+    "archive": ("archive", "archives"),
+}
+#: the name `personal_name` suggests for a role that is missing
+USUAL_NAME: dict[Role, str] = {
+    "sent": "Sent",
+    "drafts": "Drafts",
+    "trash": "Trash",
+    "junk": "Junk",
+    "archive": "Archive",
+}
 NOT_SELECTABLE = {b"\\noselect", b"\\nonexistent"}
 
 
 class MailboxInfo(BaseModel):
     name: str = Field(description="Full mailbox name, decoded to readable text; pass it to other tools as is.")
     delimiter: str | None = Field(description="Hierarchy delimiter, e.g. '/' or '.'; null for a flat name.")
-    role: Role = Field(description="What the mailbox is for, from SPECIAL-USE; 'none' for an ordinary one.")
+    role: Role = Field(
+        description="What the mailbox is for: from SPECIAL-USE (or XLIST), else from a usual name such as "
+        "'Sent Items'; 'none' for an ordinary one."
+    )
     selectable: bool = Field(description="Whether the mailbox can hold messages (false for a pure folder).")
     messages: int | None = Field(default=None, description="Number of messages (only when counts are asked).")
     unread: int | None = Field(default=None, description="Number of unread messages (only with counts).")
 
 
-def role_of(name: str, flags: tuple[bytes, ...]) -> Role:
-    if name.upper() == "INBOX":
-        return "inbox"
-    for flag in flags:
-        role = SPECIAL_USE_ROLES.get(flag.lower())
-        if role:
-            return role
-    return "none"
+@dataclass(frozen=True)
+class Namespaces:
+    """The personal namespace's prefix and delimiter, and every namespace's prefix (RFC 2342)."""
+
+    prefix: str
+    delimiter: str | None
+    all_prefixes: tuple[str, ...]
+
+    def relative(self, name: str) -> str:
+        """`name` without the personal prefix (compared case-insensitively, as INBOX is)."""
+        if self.prefix and name.lower().startswith(self.prefix.lower()):
+            return name[len(self.prefix) :]
+        return name
+
+    def contains(self, name: str) -> bool:
+        """Whether `name` lies in one of the account's namespaces (INBOX always does)."""
+        if name.upper() == "INBOX":
+            return True
+        return any(name.lower().startswith(prefix.lower()) for prefix in self.all_prefixes)
+
+
+def namespaces(client: IMAPClient) -> Namespaces:
+    """NAMESPACE where offered; else one personal namespace at the top level with LIST's delimiter."""
+    if client.has_capability("NAMESPACE"):
+        found = client.namespace()
+        personal = list(found.personal or ())
+        every = [prefix for group in found for prefix, _ in (group or ())]
+        if personal:
+            prefix, delimiter = personal[0]
+            return Namespaces(_text(prefix) or "", _text(delimiter), tuple(_text(p) or "" for p in every))
+    listed = client.list_folders("", "")
+    delimiter = _text(listed[0][1]) if listed else None
+    return Namespaces("", delimiter, ("",))
+
+
+def personal_name(client: IMAPClient, name: str) -> str:
+    """`name` (levels separated by '/') as a mailbox of the personal namespace: `INBOX.Drafts` on Courier."""
+    found = namespaces(client)
+    if found.contains(name):
+        return name
+    delimiter = found.delimiter or "/"
+    return found.prefix + name.replace("/", delimiter)
+
+
+class OutsideNamespaces(MailboxError):
+    """A new mailbox name that lies in none of the account's namespaces."""
+
+
+def check_new_name(client: IMAPClient, name: str) -> None:
+    """Refuse (`OutsideNamespaces`) a new mailbox name the server would not keep, saying what it expects."""
+    found = namespaces(client)
+    if found.contains(name):
+        return
+    delimiter = found.delimiter or "/"
+    raise OutsideNamespaces(
+        f"The mailbox name {name!r} is outside this account's mailboxes: the IMAP server keeps them under "
+        f"{found.prefix!r} with {delimiter!r} between levels. Nothing was changed; use "
+        f"{personal_name(client, name)!r} instead."
+    )
 
 
 def _text(value: bytes | str | None) -> str | None:
@@ -47,25 +137,91 @@ def _text(value: bytes | str | None) -> str | None:
     return value.decode("ascii", "replace") if isinstance(value, bytes) else value
 
 
+def _attribute_role(flags: tuple[bytes, ...], roles: dict[bytes, Role]) -> Role:
+    return next((roles[f.lower()] for f in flags if f.lower() in roles), "none")
+
+
+def _listed_with_attributes(client: IMAPClient) -> list[tuple[tuple[bytes, ...], bytes | str | None, str, Role]]:
+    """LIST, each mailbox with the role its attributes give: LIST's (SPECIAL-USE) or, without SPECIAL-USE, XLIST's."""
+    listed = client.list_folders()
+    by_xlist: dict[str, Role] = {}
+    if not client.has_capability("SPECIAL-USE") and client.has_capability("XLIST"):
+        by_xlist = {_name(name): _attribute_role(flags, XLIST_ROLES) for flags, _, name in client.xlist_folders()}
+    found = []
+    for flags, delimiter, raw_name in listed:
+        name = _name(raw_name)
+        role = by_xlist.get(name, "none") if by_xlist else _attribute_role(flags, SPECIAL_USE_ROLES)
+        found.append((flags, delimiter, name, "inbox" if name.upper() == "INBOX" else role))
+    return found
+
+
+def _name(value: bytes | str) -> str:
+    return value if isinstance(value, str) else value.decode("utf-8", "replace")
+
+
+def _roles_by_name(names: list[str], taken: set[Role], space: Namespaces) -> dict[str, Role]:
+    """For each role no attribute gave: the mailbox with its most usual name, directly under the personal prefix."""
+    relative = {name: space.relative(name).lower() for name in names}
+    chosen: dict[str, Role] = {}
+    for role, usual in ROLE_NAMES.items():
+        if role in taken:
+            continue
+        for wanted in usual:
+            match = next((name for name in names if relative[name] == wanted and name not in chosen), None)
+            if match is not None:
+                chosen[match] = role
+                break
+    return chosen
+
+
 def list_mailboxes(client: IMAPClient) -> list[MailboxInfo]:
-    """Every mailbox the account can see, INBOX first, the rest in name order.
+    """Every mailbox the account can see with its role, INBOX first, the rest in name order.
 
     imapclient decodes modified UTF-7 names, so `Entw&APw-rfe` comes back as `Entwürfe`.
     """
-    found: list[MailboxInfo] = []
-    for flags, delimiter, name in client.list_folders():
-        name = name if isinstance(name, str) else name.decode("utf-8", "replace")
-        lowered = {f.lower() for f in flags}
-        found.append(
-            MailboxInfo(
-                name=name,
-                delimiter=_text(delimiter),
-                role=role_of(name, flags),
-                selectable=not (lowered & NOT_SELECTABLE),
-            )
+    listed = _listed_with_attributes(client)
+    taken = {role for *_, role in listed}
+    selectable = {name for flags, _, name, _ in listed if not ({f.lower() for f in flags} & NOT_SELECTABLE)}
+    unclaimed = [name for _, _, name, role in listed if role == "none" and name in selectable]
+    by_name = _roles_by_name(unclaimed, taken, namespaces(client))
+    found = [
+        MailboxInfo(
+            name=name,
+            delimiter=_text(delimiter),
+            role=by_name.get(name, role),
+            selectable=name in selectable,
         )
+        for _, delimiter, name, role in listed
+    ]
     found.sort(key=lambda m: (m.role != "inbox", m.name))
     return found
+
+
+def mailbox_with_role(client: IMAPClient, role: Role) -> str | None:
+    """The selectable mailbox with `role` (see the module's doc for how roles are found), or None."""
+    return next((m.name for m in list_mailboxes(client) if m.role == role and m.selectable), None)
+
+
+def missing_role_advice(client: IMAPClient, role: Role) -> str:
+    """What to do when no mailbox has `role`: create one, named the way this server expects."""
+    name = personal_name(client, USUAL_NAME.get(role, role.title()))
+    return f"Create one named {name!r} with manage_mailbox (action create)."
+
+
+#: Cyrus refuses to DELETE a mailbox that was created, deleted and re-created within one second
+#: (its delayed-delete copy of the first one has the same name and time); it succeeds a second later
+_DELETE_AGAIN_AFTER = 1.1
+
+
+def delete_mailbox(client: IMAPClient, name: str) -> None:
+    """DELETE `name`, once more a second later when the server says it is busy with a same-named one (Cyrus)."""
+    try:
+        client.delete_folder(name)
+    except imaplib.IMAP4.error as exc:
+        if "already exists" not in str(exc).lower():
+            raise
+        time.sleep(_DELETE_AGAIN_AFTER)
+        client.delete_folder(name)
 
 
 def with_counts(client: IMAPClient, mailboxes: list[MailboxInfo]) -> list[MailboxInfo]:

@@ -12,15 +12,17 @@ import base64
 import binascii
 from dataclasses import dataclass
 
+from imap_mcp.server.errors import MailboxError
+
 PREFIX = "imap."
 MAX_UID = 2**32 - 1
 
 
-class InvalidMessageId(ValueError):
+class InvalidMessageId(MailboxError, ValueError):
     """Not an id this server issued."""
 
 
-class StaleMessageId(ValueError):
+class StaleMessageId(MailboxError, ValueError):
     """The mailbox was re-created or renumbered since the id was issued."""
 
 

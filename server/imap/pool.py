@@ -35,7 +35,10 @@ from imapclient import IMAPClient
 from imapclient.exceptions import IMAPClientError
 
 from imap_mcp.server.config import ImapSettings
-from imap_mcp.server.imap.connection import MailboxUnavailable, close, connect
+from imap_mcp.server.errors import MailboxError
+from imap_mcp.server.imap.connection import close, connect
+from imap_mcp.server.imap.deadline import Deadline, watch
+from imap_mcp.server.imap.failures import LIBRARY_ERRORS, explain, server_text
 
 T = TypeVar("T")
 
@@ -50,7 +53,7 @@ CONNECTION_ERRORS: tuple[type[BaseException], ...] = (
 )
 
 
-class NoSuchMailbox(Exception):
+class NoSuchMailbox(MailboxError):
     """The mailbox cannot be opened (it does not exist, or cannot hold messages)."""
 
 
@@ -78,17 +81,14 @@ def examine(client: IMAPClient, mailbox: str) -> Examined:
     """EXAMINE `mailbox` (read-only: no read here can set \\Seen) and return its UIDVALIDITY."""
     try:
         response = client.select_folder(mailbox, readonly=True)
+    except imaplib.IMAP4.abort:
+        raise  # the connection dropped (a connection error, retried): not a mailbox that cannot be opened
     except IMAPClientError as exc:
         raise NoSuchMailbox(
-            f"Mailbox {mailbox!r} cannot be opened ({_server_reason(exc)}); check the name with list_mailboxes "
+            f"Mailbox {mailbox!r} cannot be opened ({server_text(exc)}); check the name with list_mailboxes "
             "and pass it exactly as listed."
         ) from None
     return Examined(mailbox, int(response[b"UIDVALIDITY"]))
-
-
-def _server_reason(exc: Exception) -> str:
-    text = str(exc)
-    return text.split(": ", 1)[-1][:200] if ": " in text else text[:200]
 
 
 def _current_uidvalidity(client: IMAPClient, mailbox: str) -> int | None:
@@ -149,6 +149,7 @@ class ImapPool:
             close(item.client)
         if chosen is None:
             return None
+        watch(chosen.client.socket())
         if now - chosen.since > self._check_after and chosen.examined is None:
             # an examined connection gets its NOOP from `_examined` anyway
             try:
@@ -160,6 +161,7 @@ class ImapPool:
 
     def _open(self) -> _Connection:
         client = self._connector(self.settings)
+        watch(client.socket())
         with self._lock:
             self.opened += 1
         return _Connection(client, time.monotonic())
@@ -219,38 +221,62 @@ class ImapPool:
     def run_sync(self, operation: Operation[T], retry: bool = True) -> T:
         """Run `operation` on a connection of its own; retry once on a fresh one if a reused one dropped.
 
-        Pass `retry=False` for an operation that must not run twice (an APPEND, a send).
+        Pass `retry=False` for an operation that must not run twice (an APPEND, a send). Whatever
+        imapclient, sockets or TLS raise comes out as a `MailboxError` saying what to do (`failures`).
+        The whole of it, retry included, has `settings.timeout` seconds (`imap.deadline`): past that
+        its connection is shut down and the `MailboxError` says so.
         """
-        with self._slots:
+        try:
+            return self._run_sync(operation, retry)
+        except LIBRARY_ERRORS as exc:
+            raise explain(exc, self.settings, _doing(operation)) from None
+
+    def _run_sync(self, operation: Operation[T], retry: bool) -> T:
+        with self._slots, Deadline(self.settings.timeout) as deadline:
             connection = self._take_idle()
             reused = connection is not None
-            if connection is None:
-                connection = self._open()
             try:
-                result = self._attempt(connection, operation)
+                return self._attempt_on(connection or self._open_within(deadline), operation, deadline)
             except CONNECTION_ERRORS:
-                close(connection.client)
                 if not (reused and retry):
-                    raise MailboxUnavailable(
-                        f"The connection to the IMAP server {self.settings.host} was lost during the "
-                        "operation; try again."
-                    ) from None
-                connection = self._open()
-                try:
-                    result = self._attempt(connection, operation)
-                except CONNECTION_ERRORS:
-                    close(connection.client)
-                    raise MailboxUnavailable(
-                        f"The connection to the IMAP server {self.settings.host} was lost twice; try again later."
-                    ) from None
-                except BaseException:
-                    self._give_back(connection)
                     raise
-            except BaseException:
+            return self._attempt_on(self._open_within(deadline), operation, deadline)
+
+    def _open_within(self, deadline: Deadline) -> _Connection:
+        try:
+            return self._open()
+        except (MailboxError, *LIBRARY_ERRORS):
+            if deadline.expired:
+                raise self._too_slow() from None
+            raise
+
+    def _attempt_on(self, connection: _Connection, operation: Operation[T], deadline: Deadline) -> T:
+        """Run `operation` on `connection` and give it back; one lost or past the deadline is closed instead."""
+        try:
+            result = self._attempt(connection, operation)
+        except CONNECTION_ERRORS:
+            close(connection.client)
+            if deadline.expired:
+                raise self._too_slow() from None
+            raise
+        except BaseException:
+            if not deadline.expired:
                 self._give_back(connection)
                 raise
+            close(connection.client)
+            raise self._too_slow() from None
+        if deadline.expired:  # it finished, but its socket is shut down
+            close(connection.client)
+        else:
             self._give_back(connection)
-            return result
+        return result
+
+    def _too_slow(self) -> MailboxError:
+        return MailboxError(
+            f"The IMAP server {self.settings.host} did not complete the operation within IMAP_TIMEOUT "
+            f"({self.settings.timeout:g} s), so it was stopped and its connection closed. Try again; a repeated change "
+            "does nothing twice. If the server is just slow, raise IMAP_TIMEOUT."
+        )
 
     async def run(self, operation: Operation[T], retry: bool = True) -> T:
         """`run_sync` in a worker thread, so the event loop never waits on the network."""
@@ -266,6 +292,13 @@ class ImapPool:
             reaper.thread.join(self.settings.timeout)
         for item in idle:
             close(item.client)
+
+
+def _doing(operation: Operation[T]) -> str:
+    """What an operation was doing, for a message about its failure."""
+    if isinstance(operation, InMailbox):
+        return f"reading the mailbox {operation.mailbox!r}"
+    return "waiting for the IMAP server's answer"
 
 
 def _reap(pool_ref: weakref.ref[ImapPool], stop: threading.Event, interval: float) -> None:

@@ -1,10 +1,11 @@
 """What a person approves before mail is sent, and the target its approval is bound to.
 
-The sealed `Target` of a send names the account, the sender (as `source`) and, as `content`, a
-digest of everything the message is made of: sender, the sorted to, cc and bcc
-addresses, the subject, the SHA-256 of the body and the threading headers. A reply also pins the
-original by mailbox, UIDVALIDITY and UID. Any change to any of them is another target, so the
-approval given for one message never sends another: the person is asked again.
+The sealed `Target` of a send names the account, the `sender` scope and, as `content`, a digest
+of everything the message is made of: sender, the sorted to, cc and bcc addresses, the subject,
+the SHA-256 of the body and the threading headers. A reply instead has the `original` scope (its
+mailbox, pinned by UIDVALIDITY) and the original's UID as its one item. Any change to any of
+them is another target, so the approval given for one message never sends another: the person
+is asked again.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ import hashlib
 import json
 
 from imap_mcp.protocol import ApprovalRequest
-from imap_mcp.sealing import Target
+from imap_mcp.protocol.texts import shown, word
+from imap_mcp.sealing import Scope, Target
 from imap_mcp.server.imap.message_ids import MessageRef
 from imap_mcp.server.outgoing.compose import Draft, describe_for_approval
 
@@ -52,15 +54,14 @@ def send_target(account: str, draft: Draft, original: MessageRef | None = None) 
         return Target(
             operation=SEND_OPERATION,
             account=account,
-            source=draft.sender.addr_spec.lower(),
+            scopes=(Scope("sender", draft.sender.addr_spec.lower()),),
             content=content_digest(draft),
         )
     return Target(
         operation=REPLY_OPERATION,
         account=account,
-        source=original.mailbox,
-        source_uidvalidity=original.uidvalidity,
-        uids=(original.uid,),
+        scopes=(Scope("original", original.mailbox, (original.uidvalidity,)),),
+        items=(original.uid,),
         content=content_digest(draft),
     )
 
@@ -71,7 +72,7 @@ def summary_of(draft: Draft, original: MessageRef | None) -> str:
     people = f"{count} recipient{'s' if count != 1 else ''}"
     if original is None:
         return f"send an email to {people}"
-    return f"reply to message UID {original.uid} in {original.mailbox!r}, to {people}"
+    return f"reply to message UID {original.uid} in {shown(original.mailbox)}, to {people}"
 
 
 def send_request(tool: str, account: str, draft: Draft, original: MessageRef | None = None) -> ApprovalRequest:
@@ -79,7 +80,7 @@ def send_request(tool: str, account: str, draft: Draft, original: MessageRef | N
     question = "\n".join(
         [
             describe_for_approval(draft, reply_in=original.mailbox if original else None),
-            f"Account: {account}",
+            f"Account: {word(account)}",
             NOT_SHOWN_NOTE if original is None else REPLY_NOT_SHOWN_NOTE,
         ]
     )

@@ -5,8 +5,9 @@ through string concatenation: an address must parse as exactly one plain mailbox
 header value with a line break or another control character is refused (`HeaderInjection`)
 rather than cleaned, so what a person approves is exactly what is sent.
 
-The Message-ID of a sent message is derived from its approval (`message_id_for`): a replay of
-an approved call carries the same approval, hence the same Message-ID, which is how the sending
+The Message-ID of a sent message is derived from its approval (`message_id_for`, from the
+approval's verified identity, never the text of its token): a replay of an approved call carries
+the same approval, hence the same Message-ID, which is how the sending
 tools find out, from the Sent mailbox alone, that it was already sent.
 """
 
@@ -24,6 +25,9 @@ from email.message import EmailMessage
 from email.policy import default as default_policy
 from email.utils import format_datetime
 
+from imap_mcp.protocol.texts import shown, word
+from imap_mcp.server.errors import OutgoingError
+
 #: at most this many recipients (to, cc and bcc together) in one message
 MAX_RECIPIENTS = 100
 MAX_SUBJECT_LENGTH = 998
@@ -36,10 +40,6 @@ _CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")
 _CONTROL_OR_TAB = re.compile(f"[{CONTROL_CHARACTERS}]")
 #: what the email package raises on header text it cannot parse at all (rather than noting a defect)
 HEADER_PARSE_ERRORS = (HeaderParseError, IndexError, ValueError)
-
-
-class OutgoingError(ValueError):
-    """The message cannot be sent as given; the text says what to change."""
 
 
 class AddressError(OutgoingError):
@@ -240,21 +240,22 @@ def wire_bytes(message: EmailMessage) -> bytes:
 
 
 def describe_for_approval(draft: Draft, reply_in: str | None = None) -> str:
-    """The question a person answers: recipients and their number, subject, body length.
+    """The question a person answers: recipients and their number, subject, body length; every value as
+    `protocol.texts` renders it, so none can add a line or reorder the text.
 
     The subject and body come from the caller (the model), so the text says so. For a reply
     (`reply_in` = the original's mailbox) the subject is the original's with `Re:`; it was written
     by whoever sent that message, so it is not shown, and neither is any of the original's body.
     """
     count = len(draft.recipients.everyone)
-    what = f"a reply to a message in {reply_in!r}" if reply_in else "a new email"
-    lines = [f"Send {what} from {draft.sender.addr_spec} to {count} recipient{'s' if count != 1 else ''}?"]
+    what = f"a reply to a message in {shown(reply_in)}" if reply_in else "a new email"
+    lines = [f"Send {what} from {word(draft.sender.addr_spec)} to {count} recipient{'s' if count != 1 else ''}?"]
     for name, group in draft.recipients.lists():
         if group:
-            lines.append(f"{name.capitalize()}: {', '.join(a.addr_spec for a in group)}")
+            lines.append(f"{name.capitalize()}: {', '.join(word(a.addr_spec) for a in group)}")
     if reply_in:
         lines.append("Subject: 'Re:' and the original message's subject (not shown here).")
     else:
-        lines.append(f"Subject, as written by the assistant: {draft.subject!r}")
+        lines.append(f"Subject, as written by the assistant: {shown(draft.subject)}")
     lines.append(f"Body, as written by the assistant: {len(draft.body)} characters of plain text.")
     return "\n".join(lines)

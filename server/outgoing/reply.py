@@ -18,11 +18,11 @@ from email.message import EmailMessage
 from email.parser import BytesHeaderParser
 from email.policy import default as default_policy
 
+from imap_mcp.server.errors import OutgoingError
 from imap_mcp.server.outgoing.compose import (
     CONTROL_CHARACTERS,
     HEADER_PARSE_ERRORS,
     Draft,
-    OutgoingError,
     Recipients,
     addr_key,
     check_body,

@@ -3,6 +3,10 @@
 AUTH is used whenever the server offers it (a loopback relay may not). Every failure becomes
 `SendFailed` whose text names the server and the setting to check, never the password, the
 subject or the body. `send` runs exactly once: nothing here retries.
+
+A failure after the whole message (up to the final `.`) went to the server, with no answer to
+it (the connection dropped or timed out), is `SendOutcomeUnknown`: the server may well have
+taken the message, so the caller must not send it again.
 """
 
 from __future__ import annotations
@@ -12,11 +16,37 @@ import ssl
 from email.message import EmailMessage
 
 from imap_mcp.server.config import SmtpSettings
+from imap_mcp.server.errors import OutgoingError
+from imap_mcp.server.oauth.errors import OAuthError
+from imap_mcp.server.oauth.sasl import smtp_login
 from imap_mcp.server.tls import tls_context
 
 
-class SendFailed(Exception):
+class SendFailed(OutgoingError):
     """The submission server could not be reached or did not take the message; the text says what to check."""
+
+
+class SendOutcomeUnknown(SendFailed):
+    """The whole message went to the server, but its answer never came: it may have been sent."""
+
+
+class _Handover:
+    """Remembers whether the whole message was written to the server (the data ending in CRLF.CRLF)."""
+
+    handed_over = False
+
+    def send(self, s: bytes | str) -> None:
+        super().send(s)  # type: ignore[misc]
+        if isinstance(s, bytes) and s.endswith(b"\r\n.\r\n"):
+            self.handed_over = True
+
+
+class _Smtp(_Handover, smtplib.SMTP):
+    pass
+
+
+class _SmtpSsl(_Handover, smtplib.SMTP_SSL):
+    pass
 
 
 def _where(settings: SmtpSettings) -> str:
@@ -29,11 +59,11 @@ def _reply_text(code: int, text: bytes | str) -> str:
     return f"{code} {' '.join(decoded.split())[:200]}"
 
 
-def _open(settings: SmtpSettings) -> smtplib.SMTP:
+def _open(settings: SmtpSettings) -> _Smtp | _SmtpSsl:
     context = tls_context(settings.ca_file)
     if settings.tls == "implicit":
-        return smtplib.SMTP_SSL(settings.host, settings.port, timeout=settings.timeout, context=context)
-    connection = smtplib.SMTP(settings.host, settings.port, timeout=settings.timeout)
+        return _SmtpSsl(settings.host, settings.port, timeout=settings.timeout, context=context)
+    connection = _Smtp(settings.host, settings.port, timeout=settings.timeout)
     if settings.tls == "starttls":
         try:
             connection.starttls(context=context)
@@ -46,17 +76,32 @@ def _open(settings: SmtpSettings) -> smtplib.SMTP:
     return connection
 
 
-def _log_in(connection: smtplib.SMTP, settings: SmtpSettings) -> None:
+def log_in(connection: smtplib.SMTP, settings: SmtpSettings) -> str | None:
+    """EHLO, then AUTH as the settings say; returns the OAuth SASL mechanism used, else None (a password login,
+    or none where the server offers no AUTH). Raises smtplib's errors and `OAuthError` (`send` explains them)."""
     connection.ehlo_or_helo_if_needed()
+    if settings.oauth is not None:
+        return smtp_login(connection, settings.username, settings.oauth, settings.host, settings.port)
     if connection.has_extn("auth"):
         connection.login(settings.username, settings.password.reveal())
+    return None
 
 
 def _deliver(settings: SmtpSettings, message: EmailMessage, recipients: list[str]) -> dict[str, str]:
     connection = _open(settings)
     try:
-        _log_in(connection, settings)
+        log_in(connection, settings)
         refused = connection.send_message(message, to_addrs=recipients)
+    except smtplib.SMTPResponseException:
+        raise  # the server answered: whatever it said is the outcome
+    except OSError as exc:  # smtplib's errors are OSErrors too
+        if connection.handed_over:
+            raise SendOutcomeUnknown(
+                f"The whole message went to the SMTP server {_where(settings)}, but its answer never came "
+                f"({getattr(exc, 'strerror', None) or exc}): it was probably sent. It is not sent again by "
+                "repeating this call; check with the recipients before sending it anew."
+            ) from None
+        raise
     finally:
         try:
             connection.quit()
@@ -76,6 +121,8 @@ def send(settings: SmtpSettings, message: EmailMessage, recipients: list[str]) -
         return _deliver(settings, message, recipients)
     except SendFailed:
         raise
+    except OAuthError as exc:
+        raise SendFailed(f"{exc} Nothing was sent.") from None
     except smtplib.SMTPAuthenticationError:
         raise SendFailed(
             f"The SMTP server {where} refused the login for {settings.username!r}; nothing was sent. Check "

@@ -1,1 +1,1 @@
-"""reading"""
+"""Reading mail without changing it: search and its order cache, message parts, the reader, attachments."""

@@ -21,8 +21,9 @@ from typing import Any
 from imapclient import IMAPClient
 from pydantic import BaseModel, Field
 
+from imap_mcp.server.errors import MailboxError
 from imap_mcp.server.imap.fetch import fetch
-from imap_mcp.server.imap.lookup import Target, check_target
+from imap_mcp.server.imap.lookup import MessageSelection, check_selection
 from imap_mcp.server.imap.pool import Examined
 from imap_mcp.server.reading.parts import Part, attachments, decoded_stream, parse_structure
 from imap_mcp.server.reading.reader import MessageGone
@@ -35,7 +36,7 @@ MAX_NAME_BYTES = 200
 _FORBIDDEN = set('/\\:*?"<>|')
 
 
-class UnknownPart(ValueError):
+class UnknownPart(MailboxError, ValueError):
     """A requested part id is not an attachment of the message."""
 
 
@@ -157,8 +158,8 @@ def chosen_parts(structure_parts: list[Part], part_ids: list[str] | None) -> lis
     return [by_id[p] for p in dict.fromkeys(part_ids)]
 
 
-def message_attachments(client: IMAPClient, examined: Examined, target: Target) -> tuple[int, list[Part]]:
-    (ref,) = check_target(target, examined.uidvalidity)
+def message_attachments(client: IMAPClient, examined: Examined, target: MessageSelection) -> tuple[int, list[Part]]:
+    (ref,) = check_selection(target, examined.uidvalidity)
     data = fetch(client, [ref.uid], ["BODYSTRUCTURE"]).get(ref.uid)
     if data is None or b"BODYSTRUCTURE" not in data:
         raise MessageGone(

@@ -16,8 +16,9 @@ import html2text
 from imapclient import IMAPClient
 from pydantic import BaseModel, Field
 
+from imap_mcp.server.errors import MailboxError
 from imap_mcp.server.imap.fetch import fetch
-from imap_mcp.server.imap.lookup import Target, check_target
+from imap_mcp.server.imap.lookup import MessageSelection, check_selection
 from imap_mcp.server.imap.message_ids import MessageRef
 from imap_mcp.server.imap.pool import Examined
 from imap_mcp.server.reading.parts import (
@@ -38,7 +39,7 @@ SENDER_NOTICE = (
 )
 
 
-class MessageGone(LookupError):
+class MessageGone(MailboxError, LookupError):
     """No message has that UID in the mailbox any more."""
 
 
@@ -156,8 +157,8 @@ def read_text(client: IMAPClient, uid: int, part: Part, max_chars: int) -> tuple
     return text[:max_chars], True, estimate, False
 
 
-def read_message(client: IMAPClient, examined: Examined, target: Target, max_chars: int) -> MessageContent:
-    (ref,) = check_target(target, examined.uidvalidity)
+def read_message(client: IMAPClient, examined: Examined, target: MessageSelection, max_chars: int) -> MessageContent:
+    (ref,) = check_selection(target, examined.uidvalidity)
     items = ["FLAGS", "BODYSTRUCTURE", f"BODY.PEEK[HEADER.FIELDS ({' '.join(HEADER_FIELDS)})]"]
     data = fetch(client, [ref.uid], items).get(ref.uid)
     if data is None or b"BODYSTRUCTURE" not in data:

@@ -3,10 +3,13 @@
 The server does the matching: one `UID SORT (REVERSE ARRIVAL)` where it offers SORT (RFC 5256),
 which gives the order and the total at once. Without SORT the matching UIDs come from
 `UID SEARCH` (as one compact set with ESEARCH, RFC 4731) and are ordered by their INTERNALDATE,
-which is what ARRIVAL means (equal dates in UID order, as SORT leaves them), so both ways give the
-same pages. Only the requested page is fetched in full; without SORT the INTERNALDATE of every
-match is fetched first, to order them. Every search value is sent as one IMAP string
-(`search_string`), never as bare words the server could read as syntax.
+which is what ARRIVAL means, so both ways give the same pages. Among equal INTERNALDATEs the
+higher UID (the later arrival) comes first on every server: servers order such ties differently
+under SORT (Dovecot and Cyrus by ascending UID, Courier descending), so `page_of` reads the dates
+of the runs of equal dates that reach into a page and puts them newest UID first. Only the
+requested page is fetched in full; without SORT the INTERNALDATE of every match is fetched first, to order them. Every
+search value is sent as one IMAP string (`search_string`), never as bare words the server could
+read as syntax.
 "Newest" is INTERNALDATE (when the server received the message), the date `since`/`before` use.
 """
 
@@ -22,7 +25,7 @@ from imapclient.imapclient import _literal
 from imapclient.response_parser import parse_message_list
 from pydantic import BaseModel, Field
 
-from imap_mcp.server.imap.fetch import esearch_all, fetch
+from imap_mcp.server.imap.fetch import FetchData, esearch_all, fetch, raw_untagged
 from imap_mcp.server.imap.message_ids import MessageRef
 from imap_mcp.server.imap.pool import Examined
 from imap_mcp.server.imap.uid_sets import expand
@@ -162,7 +165,7 @@ def _matching(client: IMAPClient, query: SearchQuery) -> str | list[int]:
     """The matching UIDs: one compressed set with ESEARCH (RFC 4731), else the plain SEARCH list."""
     if client.has_capability("ESEARCH"):
         return esearch_all(client, _search_command(query))
-    return list(parse_message_list(client._raw_command_untagged(b"SEARCH", _search_command(query))))
+    return list(parse_message_list(raw_untagged(client, b"SEARCH", _search_command(query))))
 
 
 def _newest_first_by_date(client: IMAPClient, query: SearchQuery) -> list[int]:
@@ -173,25 +176,52 @@ def _newest_first_by_date(client: IMAPClient, query: SearchQuery) -> list[int]:
     dates = fetch(client, matching, ["INTERNALDATE"])
     uids = expand(matching) if isinstance(matching, str) else matching
 
-    def newest_first_then_uid(uid: int) -> tuple[float, int]:
-        received = dates.get(uid, {}).get(b"INTERNALDATE")
-        return (-(received if isinstance(received, dt.datetime) else _EPOCH).timestamp(), uid)
-
-    return sorted(uids, key=newest_first_then_uid)
+    return sorted(uids, key=lambda uid: (-_timestamp(dates.get(uid, {})), -uid))
 
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+#: how many more dates `page_of` fetches at a time while a run of equal dates goes on past its window
+_RUN_CHUNK = 100
+
+
+def _timestamp(data: FetchData) -> float:
+    received = data.get(b"INTERNALDATE")
+    return (received if isinstance(received, dt.datetime) else _EPOCH).timestamp()
+
+
+def page_of(client: IMAPClient, ordered: Sequence[int], offset: int, limit: int) -> list[int]:
+    """`ordered[offset:offset + limit]`, with every run of equal INTERNALDATEs that reaches into it
+    in descending UID order (the later arrival first).
+
+    Each such run is read whole (the dates of the page, its neighbours, and further while the run
+    goes on), so a run split across two pages is ordered alike on both: paging stays gap-free.
+    """
+    stop = min(offset + limit, len(ordered))
+    if offset >= stop:
+        return []
+    low, high = max(offset - 1, 0), min(stop + 1, len(ordered))
+    dates = {uid: _timestamp(data) for uid, data in fetch(client, ordered[low:high], ["INTERNALDATE"]).items()}
+
+    def date_at(index: int) -> float:
+        return dates.get(ordered[index], 0.0)
+
+    while low > 0 and date_at(low) == date_at(offset):
+        more = ordered[max(low - _RUN_CHUNK, 0) : low]
+        dates.update((uid, _timestamp(data)) for uid, data in fetch(client, more, ["INTERNALDATE"]).items())
+        low -= len(more)
+    while high < len(ordered) and date_at(high - 1) == date_at(stop - 1):
+        more = ordered[high : high + _RUN_CHUNK]
+        dates.update((uid, _timestamp(data)) for uid, data in fetch(client, more, ["INTERNALDATE"]).items())
+        high += len(more)
+    window = sorted(ordered[low:high], key=lambda uid: (-dates.get(uid, 0.0), -uid))
+    return window[offset - low : stop - low]
 
 
 def newest_first(client: IMAPClient, query: SearchQuery) -> list[int]:
-    """Every UID matching `query`: INTERNALDATE descending, equal dates in ascending UID order.
-
-    That tie order is SORT's: RFC 5256 applies REVERSE to the sort key only and leaves messages
-    with equal keys in mailbox (sequence, hence UID) order, as Dovecot does; the fallback matches it,
-    so a page is the same with and without SORT.
-    """
+    """Every UID matching `query`: INTERNALDATE descending; equal dates as the server's SORT leaves them
+    (`page_of` settles them), or without SORT in descending UID order."""
     if client.has_capability("SORT"):
-        found = client._raw_command_untagged(b"SORT", [b"(REVERSE ARRIVAL)", b"UTF-8", *query.program()], unpack=True)
+        found = raw_untagged(client, b"SORT", [b"(REVERSE ARRIVAL)", b"UTF-8", *query.program()], unpack=True)
         return [int(uid) for uid in (found or b"").split()]
     return _newest_first_by_date(client, query)
 
@@ -205,7 +235,7 @@ def search_page(
     else:
         search_key = (tuple(query.program()), query.charset)
         ordered = cache.ordered(client, examined.mailbox, search_key, lambda: newest_first(client, query))
-    page = ordered[query.offset : query.offset + query.limit]
+    page = page_of(client, ordered, query.offset, query.limit)
     found = fetch(client, page, SUMMARY_ITEMS) if page else {}
     return SearchPage(
         mailbox=examined.mailbox,

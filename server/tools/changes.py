@@ -8,15 +8,26 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, InputRequiredResult
 from pydantic import BaseModel, Field
 
-from imap_mcp.protocol import Guard, TokenIssued
-from imap_mcp.server.changes.messages import Operation, execute_message_change, plan_message_change
-from imap_mcp.server.guard import message_change_request
-from imap_mcp.server.imap.lookup import Target as Messages
+from imap_mcp.protocol import Guard
+from imap_mcp.server.changes.claims import ChangeInProgress, lifetime
+from imap_mcp.server.changes.messages import (
+    MessageOperation,
+    PlannedMessageChange,
+    all_copied_already,
+    execute_message_change,
+    left_out,
+    plan_message_change,
+)
+from imap_mcp.server.changes.questions import message_change_request
+from imap_mcp.server.imap.lookup import MessageSelection
 from imap_mcp.server.imap.message_ids import MessageRef, encode_id
 from imap_mcp.server.imap.pool import ImapPool
-from imap_mcp.server.tools.changes_common import changing, log_change, on_change, one_mailbox, text_result
+from imap_mcp.server.tools.changes_common import changing, log_change, one_mailbox_off_loop, text_result
 from imap_mcp.server.tools.deprecated import DeprecatedMailbox, DeprecatedUids
+from imap_mcp.server.tools.errors import on_mailbox, refusals
 
+DELETE_TOOL = "delete_messages"
+MOVE_TOOL = "move_messages"
 Ids = Annotated[
     list[str],
     Field(min_length=1, max_length=50_000, description="Message ids (from search_messages), all of one mailbox."),
@@ -32,12 +43,13 @@ ConfirmToken = Annotated[
 
 
 class MessageChange(BaseModel):
-    status: Literal["done", "nothing_to_do", "confirmation_required"] = Field(
+    status: Literal["done", "nothing_to_do", "in_progress", "confirmation_required"] = Field(
         description="done: the change ran; nothing_to_do: nothing was left to change (the messages were gone "
-        "by the time it ran, or a copy found them all in the destination already); "
-        "confirmation_required: nothing ran yet, repeat the call with confirm_token."
+        "by the time it ran, or a copy found them all in the destination already); in_progress: another attempt "
+        "of this same approved change is running it right now, this call changed nothing (repeat it later to "
+        "learn the outcome); confirmation_required: nothing ran yet, repeat the call with confirm_token."
     )
-    operation: Operation
+    operation: MessageOperation
     mailbox: str = Field(description="The source mailbox.")
     destination: str | None = Field(description="Where the messages went (Trash for a trash-delete).")
     count: int = Field(description="How many messages were changed.")
@@ -65,37 +77,57 @@ async def change_messages(
     guard: Guard,
     ctx: Context,
     tool: str,
-    selection: Messages,
-    operation: Operation,
+    selection: MessageSelection,
+    operation: MessageOperation,
     destination: str | None,
     confirm_token: str | None,
 ) -> CallToolResult | InputRequiredResult:
     """Plan, ask, and run one message change; the common path of both tools."""
     account = pool.settings.account
-    target = await on_change(pool, lambda c: plan_message_change(c, account, selection, operation, destination))
+    target = await on_mailbox(pool, lambda c: plan_message_change(c, account, selection, operation, destination))
     request = message_change_request(tool, target)
-    decision = await guard.approve(ctx, request, confirm_token)
-    if isinstance(decision, InputRequiredResult):
-        return decision
     # requested UIDs that did not exist when planned: never part of the target, nor of the question
-    absent = tuple(uid for uid in selection.uids if uid not in target.uids)
-    if isinstance(decision, TokenIssued):
-        pending = MessageChange(
-            status="confirmation_required",
-            operation=operation,
-            mailbox=target.source,
-            destination=target.destination,
-            count=0,
-            ids=_ids(target.source, target.source_uidvalidity, target.uids),
-            missing_ids=_ids(target.source, target.source_uidvalidity, absent),
-            new_ids=[],
-            approved_by=None,
-            confirm_token=decision.token,
+    absent = left_out(selection.uids, set(target.uids))
+    if await on_mailbox(pool, lambda c: all_copied_already(c, target)):
+        return _nothing_to_copy(request.summary, target, absent)
+    decision = await guard.approve(ctx, request, confirm_token)
+    channel = decision.channel
+    if channel is None:
+        return decision.reply(
+            lambda token: MessageChange(
+                status="confirmation_required",
+                operation=operation,
+                mailbox=target.source,
+                destination=target.destination,
+                count=0,
+                ids=_ids(target.source, target.source_uidvalidity, target.uids),
+                missing_ids=_ids(target.source, target.source_uidvalidity, absent),
+                new_ids=[],
+                approved_by=None,
+                confirm_token=token,
+            )
         )
-        return text_result(decision.text, pending)
-    report = await on_change(pool, lambda c: execute_message_change(c, target), retry=False)
+    claim_lifetime = lifetime(pool.settings.timeout)
+    with refusals():
+        try:
+            report = await pool.run(lambda c: execute_message_change(c, target, claim_lifetime), retry=False)
+        except ChangeInProgress as exc:  # not a failure: another attempt is doing it
+            return text_result(
+                f"Nothing was changed by this call: {exc}. Repeat the call to learn the outcome.",
+                MessageChange(
+                    status="in_progress",
+                    operation=operation,
+                    mailbox=target.source,
+                    destination=target.destination,
+                    count=0,
+                    ids=[],
+                    missing_ids=[],
+                    new_ids=[],
+                    approved_by=channel.value,
+                ),
+            )
     if report.done:
-        log_change(operation, target.source, report.done, decision.channel.value, target.destination)
+        log_change(operation, target.source, report.done, channel.value, target.destination)
     outcome = MessageChange(
         status="done" if report.done else "nothing_to_do",
         operation=operation,
@@ -106,9 +138,26 @@ async def change_messages(
         missing_ids=_ids(target.source, target.source_uidvalidity, absent + report.missing),
         already_present_ids=_ids(target.source, target.source_uidvalidity, report.already_present),
         new_ids=_ids(target.destination or "", report.destination_uidvalidity, tuple(report.new_uids.values())),
-        approved_by=decision.channel.value,
+        approved_by=channel.value,
     )
     return text_result(_describe(request.summary, outcome), outcome)
+
+
+def _nothing_to_copy(summary: str, target: PlannedMessageChange, absent: tuple[int, ...]) -> CallToolResult:
+    """The answer, without a question, to a copy whose every message the destination already holds."""
+    outcome = MessageChange(
+        status="nothing_to_do",
+        operation=target.operation,
+        mailbox=target.source,
+        destination=target.destination,
+        count=0,
+        ids=[],
+        missing_ids=_ids(target.source, target.source_uidvalidity, absent),
+        already_present_ids=_ids(target.source, target.source_uidvalidity, target.uids),
+        new_ids=[],
+        approved_by=None,
+    )
+    return text_result(_describe(summary, outcome) + " Nobody was asked.", outcome)
 
 
 def _describe(summary: str, outcome: MessageChange) -> str:
@@ -129,10 +178,9 @@ def _describe(summary: str, outcome: MessageChange) -> str:
 
 
 def register(mcp: MCPServer, pool: ImapPool, guard: Guard) -> None:
-    guard.guarded_tools.update({"delete_messages", "move_messages"})
-
-    @mcp.tool(
-        name="delete_messages",
+    @guard.tool(
+        mcp,
+        DELETE_TOOL,
         title="Delete messages",
         description=(
             "Delete messages: by default move them to the Trash mailbox; with permanent: true expunge them for "
@@ -149,12 +197,13 @@ def register(mcp: MCPServer, pool: ImapPool, guard: Guard) -> None:
         mailbox: DeprecatedMailbox = None,
         uids: DeprecatedUids = None,
     ) -> Annotated[CallToolResult, MessageChange] | InputRequiredResult:
-        operation: Operation = "delete_permanently" if permanent else "trash"
-        selection = one_mailbox(ids, mailbox, uids)
-        return await change_messages(pool, guard, ctx, "delete_messages", selection, operation, None, confirm_token)
+        operation: MessageOperation = "delete_permanently" if permanent else "trash"
+        selection = await one_mailbox_off_loop(ids, mailbox, uids)
+        return await change_messages(pool, guard, ctx, DELETE_TOOL, selection, operation, None, confirm_token)
 
-    @mcp.tool(
-        name="move_messages",
+    @guard.tool(
+        mcp,
+        MOVE_TOOL,
         title="Move or copy messages",
         description=(
             "Move (mode 'move') or copy (mode 'copy') messages to another mailbox; returns their new ids. A person "
@@ -176,5 +225,5 @@ def register(mcp: MCPServer, pool: ImapPool, guard: Guard) -> None:
         mailbox: DeprecatedMailbox = None,
         uids: DeprecatedUids = None,
     ) -> Annotated[CallToolResult, MessageChange] | InputRequiredResult:
-        selection = one_mailbox(ids, mailbox, uids)
-        return await change_messages(pool, guard, ctx, "move_messages", selection, mode, destination, confirm_token)
+        selection = await one_mailbox_off_loop(ids, mailbox, uids)
+        return await change_messages(pool, guard, ctx, MOVE_TOOL, selection, mode, destination, confirm_token)

@@ -1,27 +1,18 @@
-"""What the tools that change a mailbox share: annotations, error mapping, results, the change log."""
+"""What the tools that change a mailbox share: annotations, one mailbox per call, results, the change log."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import TypeVar
+from collections.abc import Sequence
 
-from imapclient import IMAPClient
+from anyio import to_thread
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel
 
-from imap_mcp.server.changes.messages import ChangeRefused
-from imap_mcp.server.imap.lookup import Target as Messages
-from imap_mcp.server.imap.lookup import resolve_targets
-from imap_mcp.server.imap.message_ids import InvalidMessageId, StaleMessageId
-from imap_mcp.server.imap.pool import ImapPool, NoSuchMailbox
+from imap_mcp.server.imap.lookup import MessageSelection, resolve_selections
 from imap_mcp.server.imap.uid_sets import compress
 from imap_mcp.server.logs import get_logger
-from imap_mcp.server.tools.errors import on_mailbox
-
-T = TypeVar("T")
-#: refusals whose message is written for the model: what went wrong and what to do
-REFUSALS = (ChangeRefused, InvalidMessageId, StaleMessageId, NoSuchMailbox)
+from imap_mcp.server.tools.errors import refusals
 
 
 def changing(title: str, *, destructive: bool, idempotent: bool) -> ToolAnnotations:
@@ -35,20 +26,19 @@ def changing(title: str, *, destructive: bool, idempotent: bool) -> ToolAnnotati
     )
 
 
-async def on_change(pool: ImapPool, operation: Callable[[IMAPClient], T], retry: bool = True) -> T:
-    """`on_mailbox`, with this module's refusals turned into tool errors too."""
-    try:
-        return await on_mailbox(pool, operation, retry=retry)
-    except REFUSALS as exc:
-        raise ToolError(str(exc)) from None
+async def one_mailbox_off_loop(
+    ids: Sequence[str] | None, mailbox: str | None = None, uids: Sequence[int] | None = None
+) -> MessageSelection:
+    """`one_mailbox` in a worker thread: decoding up to 50,000 ids takes long enough to stall other calls."""
+    return await to_thread.run_sync(one_mailbox, ids, mailbox, uids)
 
 
-def one_mailbox(ids: Sequence[str] | None, mailbox: str | None = None, uids: Sequence[int] | None = None) -> Messages:
+def one_mailbox(
+    ids: Sequence[str] | None, mailbox: str | None = None, uids: Sequence[int] | None = None
+) -> MessageSelection:
     """The ids (or deprecated mailbox + uids) as one mailbox's UIDs; a change acts on one mailbox per call."""
-    try:
-        groups = resolve_targets(ids, mailbox, uids)
-    except InvalidMessageId as exc:
-        raise ToolError(str(exc)) from None
+    with refusals():
+        groups = resolve_selections(ids, mailbox, uids)
     if len(groups) != 1:
         names = ", ".join(sorted({g.mailbox for g in groups}))
         raise ToolError(

@@ -8,12 +8,14 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, InputRequiredResult
 from pydantic import BaseModel, Field
 
-from imap_mcp.protocol import Guard, TokenIssued
+from imap_mcp.protocol import Guard
 from imap_mcp.server.changes.folders import FolderOperation, create_folder, execute_folder_change, plan_folder_change
-from imap_mcp.server.guard import delete_mailbox_request, rename_mailbox_request
+from imap_mcp.server.changes.questions import delete_mailbox_request, rename_mailbox_request
 from imap_mcp.server.imap.pool import ImapPool
-from imap_mcp.server.tools.changes_common import changing, log_change, on_change, text_result
+from imap_mcp.server.tools.changes_common import changing, log_change, text_result
+from imap_mcp.server.tools.errors import on_mailbox
 
+TOOL = "manage_mailbox"
 Action = Literal["create", "rename", "delete"]
 
 
@@ -31,10 +33,9 @@ class MailboxChange(BaseModel):
 
 
 def register(mcp: MCPServer, pool: ImapPool, guard: Guard) -> None:
-    guard.guarded_tools.add("manage_mailbox")
-
-    @mcp.tool(
-        name="manage_mailbox",
+    @guard.tool(
+        mcp,
+        TOOL,
         title="Create, rename or delete a mailbox",
         description=(
             "Create a mailbox (runs at once), rename one (the first call returns a confirm_token; repeat the call "
@@ -54,31 +55,31 @@ def register(mcp: MCPServer, pool: ImapPool, guard: Guard) -> None:
     ) -> Annotated[CallToolResult, MailboxChange] | InputRequiredResult:
         account = pool.settings.account
         if action == "create":
-            await on_change(pool, lambda c: create_folder(c, mailbox), retry=False)
+            await on_mailbox(pool, lambda c: create_folder(c, mailbox), retry=False)
             log_change("create_mailbox", mailbox)
             done = MailboxChange(status="done", action=action, mailbox=mailbox, new_name=None, approved_by="not needed")
             return text_result(f"Created the mailbox {mailbox!r}.", done)
         operation: FolderOperation = "delete_mailbox" if action == "delete" else "rename_mailbox"
-        target = await on_change(pool, lambda c: plan_folder_change(c, account, operation, mailbox, new_name))
+        target = await on_mailbox(pool, lambda c: plan_folder_change(c, account, operation, mailbox, new_name))
         build = delete_mailbox_request if action == "delete" else rename_mailbox_request
-        request = build("manage_mailbox", target)
+        request = build(TOOL, target)
         decision = await guard.approve(ctx, request, confirm_token)
-        if isinstance(decision, InputRequiredResult):
-            return decision
         shown_new_name = new_name if action == "rename" else None
-        if isinstance(decision, TokenIssued):
-            pending = MailboxChange(
-                status="confirmation_required",
-                action=action,
-                mailbox=mailbox,
-                new_name=shown_new_name,
-                approved_by=None,
-                confirm_token=decision.token,
+        channel = decision.channel
+        if channel is None:
+            return decision.reply(
+                lambda token: MailboxChange(
+                    status="confirmation_required",
+                    action=action,
+                    mailbox=mailbox,
+                    new_name=shown_new_name,
+                    approved_by=None,
+                    confirm_token=token,
+                )
             )
-            return text_result(decision.text, pending)
-        await on_change(pool, lambda c: execute_folder_change(c, target), retry=False)
-        log_change(operation, mailbox, approved_by=decision.channel.value, destination=shown_new_name)
+        await on_mailbox(pool, lambda c: execute_folder_change(c, target), retry=False)
+        log_change(operation, mailbox, approved_by=channel.value, destination=shown_new_name)
         done = MailboxChange(
-            status="done", action=action, mailbox=mailbox, new_name=shown_new_name, approved_by=decision.channel.value
+            status="done", action=action, mailbox=mailbox, new_name=shown_new_name, approved_by=channel.value
         )
-        return text_result(f"Done ({decision.channel.value}): {request.summary}.", done)
+        return text_result(f"Done ({channel.value}): {request.summary}.", done)

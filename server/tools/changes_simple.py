@@ -12,9 +12,9 @@ from pydantic import AfterValidator, BaseModel, Field
 from imap_mcp.server.changes.flags_drafts import append_draft, draft_message, set_flags
 from imap_mcp.server.imap.message_ids import MessageRef, encode_id
 from imap_mcp.server.imap.pool import ImapPool
-from imap_mcp.server.outgoing.compose import OutgoingError
-from imap_mcp.server.tools.changes_common import changing, log_change, on_change, one_mailbox
+from imap_mcp.server.tools.changes_common import changing, log_change, one_mailbox_off_loop
 from imap_mcp.server.tools.deprecated import DeprecatedMailbox, DeprecatedUids
+from imap_mcp.server.tools.errors import on_mailbox, refusals
 
 SYSTEM_FLAGS = {"\\seen": "\\Seen", "\\flagged": "\\Flagged", "\\answered": "\\Answered"}
 #: an IMAP keyword: an atom without specials (RFC 3501), at most 64 characters
@@ -70,8 +70,8 @@ def register(mcp: MCPServer, pool: ImapPool) -> None:
     ) -> FlagsChanged:
         if not add and not remove:
             raise ToolError("Give at least one flag in add or remove.")
-        messages = one_mailbox(ids, mailbox, uids)
-        report = await on_change(pool, lambda c: set_flags(c, messages, add, remove))
+        messages = await one_mailbox_off_loop(ids, mailbox, uids)
+        report = await on_mailbox(pool, lambda c: set_flags(c, messages, add, remove))
         if report.done:
             log_change(f"set_flags +{add} -{remove}", messages.mailbox, report.done)
 
@@ -92,11 +92,9 @@ def register(mcp: MCPServer, pool: ImapPool) -> None:
         body: Annotated[str, Field(max_length=1_000_000, description="Plain text.")],
         cc: Annotated[list[str], Field(max_length=100, description="Copy addresses.")] = [],  # noqa: B006
     ) -> DraftSaved:
-        try:
+        with refusals("Nothing was saved: "):
             message = draft_message(pool.settings.username, to, cc, subject, body)
-        except OutgoingError as exc:
-            raise ToolError(f"Nothing was saved: {exc}") from None
-        saved = await on_change(pool, lambda c: append_draft(c, message), retry=False)
+        saved = await on_mailbox(pool, lambda c: append_draft(c, message), retry=False)
         uid_part = (saved.uid,) if saved.uid else ()
         log_change("save_draft", saved.mailbox, uid_part)
         draft_id = encode_id(MessageRef(saved.mailbox, saved.uidvalidity, saved.uid)) if saved.uid else None

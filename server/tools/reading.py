@@ -19,26 +19,25 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import BlobResourceContents, CallToolResult, EmbeddedResource, TextContent, ToolAnnotations
 from pydantic import Field
 
-from imap_mcp.server.imap.lookup import Target, resolve_one
-from imap_mcp.server.imap.message_ids import InvalidMessageId, MessageRef, StaleMessageId
+from imap_mcp.server.imap.lookup import MessageSelection, resolve_one
+from imap_mcp.server.imap.message_ids import MessageRef
 from imap_mcp.server.imap.pool import Examined, ImapPool, InMailbox, NoSuchMailbox
 from imap_mcp.server.reading.attachments import (
     INLINE_LIMIT_BYTES,
     AttachmentFile,
     AttachmentsResult,
-    UnknownPart,
     blob,
     chosen_parts,
     inline_parts,
     message_attachments,
     write_part,
 )
-from imap_mcp.server.reading.reader import MessageContent, MessageGone, read_message
+from imap_mcp.server.reading.reader import MessageContent, read_message
 from imap_mcp.server.reading.search import SearchPage, SearchQuery, search_page
 from imap_mcp.server.reading.search_cache import OrderCache
 from imap_mcp.server.tools.annotations import read_only
 from imap_mcp.server.tools.deprecated import DeprecatedMailbox, DeprecatedUid
-from imap_mcp.server.tools.errors import on_mailbox
+from imap_mcp.server.tools.errors import refusals
 
 T = TypeVar("T")
 
@@ -86,16 +85,17 @@ async def read(
     Pass `retry=False` when running the read twice would do something twice (writing files), and
     `mailbox_gone` to say something more precise than "cannot be opened" when the mailbox is missing.
     """
-    try:
-        return await on_mailbox(pool, InMailbox(mailbox, operation), retry=retry)
-    except NoSuchMailbox as exc:
-        raise ToolError(mailbox_gone or str(exc)) from None
-    except (StaleMessageId, InvalidMessageId, MessageGone, UnknownPart) as exc:
-        raise ToolError(str(exc)) from None
+    with refusals():
+        try:
+            return await pool.run(InMailbox(mailbox, operation), retry=retry)
+        except NoSuchMailbox:
+            if mailbox_gone is None:
+                raise
+            raise NoSuchMailbox(mailbox_gone) from None
 
 
 async def read_message_of(
-    pool: ImapPool, target: Target, operation: Callable[[IMAPClient, Examined], T], retry: bool = True
+    pool: ImapPool, target: MessageSelection, operation: Callable[[IMAPClient, Examined], T], retry: bool = True
 ) -> T:
     """`read` of the target's mailbox; when an id's mailbox cannot be opened, say that it is gone.
 
@@ -113,11 +113,9 @@ async def read_message_of(
     return await read(pool, target.mailbox, operation, retry, gone)
 
 
-def _target(message_id: str | None, mailbox: str | None, uid: int | None) -> Target:
-    try:
+def _target(message_id: str | None, mailbox: str | None, uid: int | None) -> MessageSelection:
+    with refusals():
         return resolve_one(message_id, mailbox, uid)
-    except InvalidMessageId as exc:
-        raise ToolError(str(exc)) from None
 
 
 def _search_query(
@@ -222,7 +220,7 @@ def attachments_annotations(download_dir: Path | None) -> ToolAnnotations:
 
 
 def _download(
-    client: IMAPClient, examined: Examined, target: Target, part_ids: list[str] | None, directory: Path
+    client: IMAPClient, examined: Examined, target: MessageSelection, part_ids: list[str] | None, directory: Path
 ) -> AttachmentsResult:
     uid, found = message_attachments(client, examined, target)
     files = [write_part(client, uid, part, directory) for part in chosen_parts(found, part_ids)]
@@ -231,7 +229,7 @@ def _download(
 
 
 def _inline(
-    client: IMAPClient, examined: Examined, target: Target, part_ids: list[str] | None, host: str
+    client: IMAPClient, examined: Examined, target: MessageSelection, part_ids: list[str] | None, host: str
 ) -> CallToolResult:
     uid, found = message_attachments(client, examined, target)
     kept, skipped = inline_parts(client, uid, chosen_parts(found, part_ids))

@@ -1,11 +1,12 @@
 """`send_message` and `reply_to_message`: mail leaves only after a person approved exactly it.
 
 Both go through the one guard (`protocol.Guard`), bound to the exact recipients, subject and
-body (`outgoing_approval`). The message is built before anyone is asked, so whatever cannot be
+body (`outgoing.approval`). The message is built before anyone is asked, so whatever cannot be
 written as mail is refused then, never after the approval.
 
 Sent exactly once, with no state on the server: the Message-ID is derived from the approval the
-call carries (the sealed dialog state, or the confirm_token), so every replay of an approved call
+call carries (the verified content of the sealed dialog state or the confirm_token, which opens in
+one spelling only; never from their text), so every replay of an approved call
 (a client or gateway sending the same retry twice, even at the same time) builds the same message,
 and the IMAP server's Sent mailbox decides which attempt sends it:
 
@@ -19,11 +20,15 @@ and the IMAP server's Sent mailbox decides which attempt sends it:
 
 With `save_to_sent=false` concurrent replays are still excluded, but once the copy is removed a
 later replay is recognised only if the provider files sent mail in Sent itself. An attempt
-interrupted between 1 and 3 leaves a marked copy behind, and replays of that approval answer
-`being_sent` until it expires. Without UIDPLUS there is no APPENDUID, and the tools fall back to
-checking Sent before sending and filing the copy after it: then a replay after the send is
-recognised, but concurrent replays are not excluded. A pushed dialog (2025-11-25) carries nothing
-to replay: a repeated call asks the person again.
+interrupted between 1 and 3 leaves a marked copy behind; replays of that approval answer
+`being_sent` until it expires (twice IMAP_TIMEOUT), then the next replay sends it if the dead
+attempt had not handed it to SMTP yet, and answers `already_sent` if it had (marked just before
+SMTP). A send whose SMTP answer is lost after the whole message went out is `unconfirmed`: its
+copy stays as the record, so no replay sends it again (`outgoing.sent_mailbox`). Without
+UIDPLUS there is no APPENDUID, and the tools fall back to checking Sent before sending and filing
+the copy after it: then a replay after the send is recognised, but concurrent replays are not
+excluded. A pushed dialog (2025-11-25) carries nothing to replay: a repeated call asks the person
+again.
 """
 
 from __future__ import annotations
@@ -42,10 +47,11 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, InputRequiredResult
 from pydantic import BaseModel, Field
 
-from imap_mcp.protocol import Approved, Channel, Guard, TokenIssued
+from imap_mcp.protocol import Channel, Decision, Guard
+from imap_mcp.server.changes.claims import lifetime
 from imap_mcp.server.config import SmtpSettings
 from imap_mcp.server.imap.lookup import current_ref, resolve_one
-from imap_mcp.server.imap.message_ids import InvalidMessageId, MessageRef, StaleMessageId
+from imap_mcp.server.imap.message_ids import MessageRef
 from imap_mcp.server.imap.pool import ImapPool
 from imap_mcp.server.logs import get_logger
 from imap_mcp.server.outgoing.approval import send_request
@@ -53,7 +59,6 @@ from imap_mcp.server.outgoing.compose import (
     MAX_RECIPIENTS,
     MAX_SUBJECT_LENGTH,
     Draft,
-    OutgoingError,
     build_message,
     check_body,
     check_buildable,
@@ -66,30 +71,33 @@ from imap_mcp.server.outgoing.compose import (
 from imap_mcp.server.outgoing.reply import reply_draft
 from imap_mcp.server.outgoing.sent_mailbox import (
     SENDING,
-    NoAppendUid,
-    NoSentMailbox,
     append_sent_copy,
     claim_sent_copy,
-    earliest_copy,
+    contend_for_send,
     fetch_original,
     finish_sent_copy,
     mark_answered,
+    record_unconfirmed,
     remove_sent_copy,
     sent_copy_exists,
 )
 from imap_mcp.server.outgoing.sent_mailbox import sent_mailbox as find_sent_mailbox
-from imap_mcp.server.outgoing.smtp import SendFailed, send
-from imap_mcp.server.reading.reader import MessageGone
+from imap_mcp.server.outgoing.smtp import SendFailed, SendOutcomeUnknown, send
 from imap_mcp.server.tools.changes import ConfirmToken
 from imap_mcp.server.tools.changes_common import changing, text_result
 from imap_mcp.server.tools.deprecated import DeprecatedMailbox, DeprecatedUid
-from imap_mcp.server.tools.errors import on_mailbox
+from imap_mcp.server.tools.errors import on_mailbox, refusals
 
 T = TypeVar("T")
 SEND_TOOL = "send_message"
 REPLY_TOOL = "reply_to_message"
-#: refusals whose text is written for the model: what went wrong and what to do
-REFUSALS = (InvalidMessageId, StaleMessageId, MessageGone, NoSentMailbox, NoAppendUid)
+#: before a refusal that stopped a send before anything left
+NOTHING_SENT = "Nothing was sent: "
+#: said of a held-back send whose earlier attempt lost SMTP's answer
+UNCONFIRMED_EARLIER = (
+    "An earlier attempt handed it to the SMTP server but never got the answer, so it was probably sent; it is not "
+    "sent again."
+)
 MAX_BODY_CHARS = 1_000_000
 
 ADDRESSES = "Addresses, each 'alice@example.com' or 'Alice <alice@example.com>'."
@@ -107,10 +115,12 @@ SaveToSent = Annotated[
 
 
 class SendResult(BaseModel):
-    status: Literal["sent", "already_sent", "being_sent", "confirmation_required"] = Field(
-        description="sent: the message left now; already_sent: this approved message had been sent before, "
-        "nothing more was sent; being_sent: another attempt of this same approved call is sending it right now, "
-        "this one sent nothing; confirmation_required: nothing was sent, repeat the call with confirm_token."
+    status: Literal["sent", "unconfirmed", "already_sent", "being_sent", "confirmation_required"] = Field(
+        description="sent: the message left now; unconfirmed: the whole message went to the SMTP server but its "
+        "answer was lost, so it was probably sent and is not sent again by repeating the call; already_sent: this "
+        "approved message had been sent before, nothing more was sent; being_sent: another attempt of this same "
+        "approved call is sending it right now, this one sent nothing; confirmation_required: nothing was sent, "
+        "repeat the call with confirm_token."
     )
     message_id: str | None = Field(description="The Message-ID header of the message (null until approved).")
     recipients: int = Field(description="How many addresses (to, cc and bcc) the message was for.")
@@ -133,21 +143,14 @@ class SendResult(BaseModel):
 
 
 async def _on_mailbox(pool: ImapPool, operation: Callable[[IMAPClient], T], retry: bool = True) -> T:
-    try:
-        return await on_mailbox(pool, operation, retry=retry)
-    except REFUSALS as exc:
-        raise _nothing_sent(exc) from None
+    """`on_mailbox` for a step before anything was sent: its refusal says so."""
+    return await on_mailbox(pool, operation, retry=retry, prefix=NOTHING_SENT)
 
 
-def _approval_evidence(ctx: Context, decision: Approved, confirm_token: str | None) -> bytes:
-    """What identifies this approval on every replay of the call: the sealed state or token it carries."""
-    carried = {Channel.DIALOG: ctx.request_state, Channel.TOKEN: confirm_token}.get(decision.channel)
-    return carried.encode() if carried else secrets.token_bytes(32)
-
-
-def _nothing_sent(exc: Exception) -> ToolError:
-    """A refusal before anything left: the model reads what to change."""
-    return ToolError(f"Nothing was sent: {exc}")
+def _approval_evidence(decision: Decision) -> bytes:
+    """What identifies this approval on every replay of the call: its verified content (never the text of the
+    state or token, which could be spelled another way); a pushed dialog, which has no seal, is new each time."""
+    return decision.identity.encode() if decision.identity else secrets.token_bytes(32)
 
 
 @dataclass(frozen=True)
@@ -172,13 +175,23 @@ class _Attempt:
             approved_by=self.channel.value,
         )
 
-    def held_back(self, in_progress: bool) -> SendResult:
+    def held_back(self, in_progress: bool, unconfirmed: bool = False) -> SendResult:
         """Another attempt sent this message, or is sending it right now: this one sends nothing."""
         return SendResult(
             status="being_sent" if in_progress else "already_sent",
             message_id=self.message_id,
             recipients=len(self.envelope),
             saved_to_sent=not in_progress,
+            problems=[UNCONFIRMED_EARLIER] if unconfirmed else [],
+        )
+
+    def unconfirmed(self, recorded: bool) -> SendResult:
+        return SendResult(
+            status="unconfirmed",
+            message_id=self.message_id,
+            recipients=len(self.envelope),
+            saved_to_sent=recorded,
+            approved_by=self.channel.value,
         )
 
 
@@ -189,6 +202,7 @@ class Sender:
         self.pool = pool
         self.smtp = smtp
         self.guard = guard
+        self.claim_lifetime = lifetime(pool.settings.timeout)
         self.from_address = parse_address(smtp.sender, "From")
         self.own_addresses = frozenset(
             a.lower() for a in (self.from_address.addr_spec, pool.settings.username, smtp.username) if "@" in a
@@ -204,22 +218,21 @@ class Sender:
         confirm_token: str | None,
     ) -> CallToolResult | InputRequiredResult:
         sent_box = await _on_mailbox(self.pool, find_sent_mailbox)  # before asking: without it nothing is sent
-        try:
-            check_buildable(draft)  # before asking: what cannot be written as mail is refused now
-        except OutgoingError as exc:
-            raise _nothing_sent(exc) from None
+        with refusals(NOTHING_SENT):
+            # before asking: what cannot be written as mail is refused now (in a thread: linear in the body)
+            await anyio.to_thread.run_sync(check_buildable, draft)
         request = send_request(tool, self.pool.settings.account, draft, original)
         decision = await self.guard.approve(ctx, request, confirm_token)
         count = len(draft.recipients.everyone)
-        if isinstance(decision, InputRequiredResult):
-            return decision
-        if isinstance(decision, TokenIssued):
-            pending = SendResult(
-                status="confirmation_required", message_id=None, recipients=count, confirm_token=decision.token
+        channel = decision.channel
+        if channel is None:
+            return decision.reply(
+                lambda token: SendResult(
+                    status="confirmation_required", message_id=None, recipients=count, confirm_token=token
+                )
             )
-            return text_result(decision.text, pending)
-        message_id = message_id_for(_approval_evidence(ctx, decision, confirm_token), self.from_address)
-        attempt = _attempt(draft, message_id, sent_box, save_to_sent, decision.channel)
+        message_id = message_id_for(_approval_evidence(decision), self.from_address)
+        attempt = await anyio.to_thread.run_sync(_attempt, draft, message_id, sent_box, save_to_sent, channel)
         result = await self._send_once(attempt)
         if result.status != "sent":
             get_logger().info("send held back: %s message_id=%s status=%s", request.tool, message_id, result.status)
@@ -232,7 +245,7 @@ class Sender:
             message_id,
             count,
             len(result.refused),
-            decision.channel.value,
+            channel.value,
         )
         return text_result(_describe(request.summary, result), result)
 
@@ -248,14 +261,16 @@ class Sender:
     async def _send_claimed(self, attempt: _Attempt, copy: MessageRef) -> SendResult:
         """Send only if `copy` is the earliest with its Message-ID; an attempt that sends nothing leaves no copy."""
         try:
-            earliest = await _on_mailbox(self.pool, lambda c: earliest_copy(c, copy.mailbox, attempt.message_id))
+            earliest = await _on_mailbox(
+                self.pool, lambda c: contend_for_send(c, copy, attempt.message_id, self.claim_lifetime)
+            )
             if earliest is None:
                 raise ToolError(
                     f"Nothing was sent: the copy this call filed in {copy.mailbox!r} to mark the send in progress "
                     "disappeared (another mail client removed it?). Call again."
                 )
             if earliest.uid != copy.uid:
-                held_back = attempt.held_back(earliest.in_progress)
+                held_back = attempt.held_back(earliest.in_progress, earliest.unconfirmed)
                 await self._withdraw(copy, held_back.problems)
                 return held_back
             refused = await self._smtp(attempt)
@@ -263,6 +278,8 @@ class Sender:
             problems: list[str] = []
             await self._withdraw(copy, problems)
             raise ToolError(" ".join([str(exc), *problems])) from None
+        except SendOutcomeUnknown as exc:
+            return await self._keep_as_unconfirmed(attempt, copy, exc)
         result = attempt.sent(refused)
         await self._settle(copy, attempt.save_to_sent, result)
         return result
@@ -271,8 +288,12 @@ class Sender:
         """Without UIDPLUS: a replay after the send is recognised, concurrent replays are not excluded."""
         if await _on_mailbox(self.pool, lambda c: sent_copy_exists(c, attempt.sent_box, attempt.message_id)):
             return attempt.held_back(in_progress=False)
-        result = attempt.sent(await self._smtp(attempt))
-        if attempt.save_to_sent:
+        try:
+            result = attempt.sent(await self._smtp(attempt))
+        except SendOutcomeUnknown as exc:
+            result = attempt.unconfirmed(recorded=False)
+            result.problems.append(str(exc))
+        if attempt.save_to_sent or result.status == "unconfirmed":  # the record keeps a replay from sending it
             try:
                 await on_mailbox(
                     self.pool, lambda c: append_sent_copy(c, attempt.sent_box, attempt.wire, attempt.when), retry=False
@@ -285,16 +306,34 @@ class Sender:
         return result
 
     async def _smtp(self, attempt: _Attempt) -> dict[str, str]:
+        """SMTP's refusal as a `ToolError`; `SendOutcomeUnknown` as it is (the caller keeps the record)."""
         try:
             return await anyio.to_thread.run_sync(send, self.smtp, attempt.message, attempt.envelope)
+        except SendOutcomeUnknown:
+            raise
         except SendFailed as exc:
             raise ToolError(str(exc)) from None
+
+    async def _keep_as_unconfirmed(self, attempt: _Attempt, copy: MessageRef, exc: SendOutcomeUnknown) -> SendResult:
+        """SMTP's answer was lost after the whole message went out: keep the copy as the record (even with
+        save_to_sent=false), so no replay sends it again."""
+        result = attempt.unconfirmed(recorded=True)
+        result.problems.append(str(exc))
+        try:
+            await on_mailbox(self.pool, lambda c: record_unconfirmed(c, copy))
+        except ToolError as failure:
+            result.saved_to_sent = False
+            result.problems.append(
+                f"Its copy in {copy.mailbox!r} (UID {copy.uid}) is still marked {SENDING.decode()} ({failure}); "
+                "a repeated call answers being_sent until that mark expires, then already_sent."
+            )
+        return result
 
     async def _withdraw(self, copy: MessageRef, problems: list[str]) -> None:
         """Remove this attempt's own copy, which stands for nothing sent; a failure is noted, not raised."""
         try:
             await on_mailbox(self.pool, lambda c: remove_sent_copy(c, copy))
-        except (ToolError, *REFUSALS) as exc:
+        except ToolError as exc:
             problems.append(
                 f"This call's own copy in {copy.mailbox!r} (UID {copy.uid}, marked {SENDING.decode()}) could not be "
                 f"removed ({exc}); delete it there, since it stands for nothing sent."
@@ -307,7 +346,7 @@ class Sender:
                 await on_mailbox(self.pool, lambda c: finish_sent_copy(c, copy))
             else:
                 await on_mailbox(self.pool, lambda c: remove_sent_copy(c, copy))
-        except (ToolError, *REFUSALS) as exc:
+        except ToolError as exc:
             change = f"clearing its {SENDING.decode()} mark" if save_to_sent else "removing it (save_to_sent=false)"
             result.problems.append(
                 f"The message was sent, but its copy in {copy.mailbox!r} (UID {copy.uid}) is left as it was: "
@@ -319,7 +358,7 @@ class Sender:
     async def _mark_answered(self, original: MessageRef, result: SendResult) -> bool:
         try:
             await on_mailbox(self.pool, lambda c: mark_answered(c, original))
-        except (ToolError, *REFUSALS) as exc:
+        except ToolError as exc:
             result.problems.append(f"The reply was sent, but marking the original as answered failed: {exc}")
             return False
         return True
@@ -350,7 +389,9 @@ def _describe(summary: str, result: SendResult) -> str:
 
 
 def _describe_held_back(summary: str, result: SendResult, save_to_sent: bool) -> str:
-    if result.status == "already_sent":
+    if result.status == "unconfirmed":
+        text = f"Probably sent, but the SMTP server's answer was lost: {summary}."
+    elif result.status == "already_sent":
         text = f"Already sent earlier, nothing more was sent: {summary}."
     elif save_to_sent:
         text = (
@@ -372,10 +413,10 @@ def register(mcp: MCPServer, pool: ImapPool, guard: Guard, smtp: SmtpSettings | 
     if smtp is None:
         return
     sender = Sender(pool, smtp, guard)
-    guard.guarded_tools.update({SEND_TOOL, REPLY_TOOL})
 
-    @mcp.tool(
-        name=SEND_TOOL,
+    @guard.tool(
+        mcp,
+        SEND_TOOL,
         title="Send an email",
         description=(
             "Send a new plain-text email from the account. A person is always asked to approve it first, in a "
@@ -395,19 +436,18 @@ def register(mcp: MCPServer, pool: ImapPool, guard: Guard, smtp: SmtpSettings | 
         save_to_sent: SaveToSent = True,
         confirm_token: ConfirmToken = None,
     ) -> Annotated[CallToolResult, SendResult] | InputRequiredResult:
-        try:
+        with refusals(NOTHING_SENT):
             draft = Draft(
                 sender=sender.from_address,
                 recipients=parse_recipients(to, cc, bcc),
                 subject=check_subject(subject),
                 body=check_body(body),
             )
-        except OutgoingError as exc:
-            raise _nothing_sent(exc) from None
         return await sender.send(ctx, SEND_TOOL, draft, None, save_to_sent, confirm_token)
 
-    @mcp.tool(
-        name=REPLY_TOOL,
+    @guard.tool(
+        mcp,
+        REPLY_TOOL,
         title="Reply to a message",
         description=(
             "Reply to a message by its id: to its Reply-To (or From), and with reply_all also to its To and Cc, "
@@ -429,14 +469,10 @@ def register(mcp: MCPServer, pool: ImapPool, guard: Guard, smtp: SmtpSettings | 
         mailbox: DeprecatedMailbox = None,
         uid: DeprecatedUid = None,
     ) -> Annotated[CallToolResult, SendResult] | InputRequiredResult:
-        try:
+        with refusals(NOTHING_SENT):
             target = resolve_one(id, mailbox, uid)
-        except InvalidMessageId as exc:
-            raise _nothing_sent(exc) from None
         ref = await _on_mailbox(pool, lambda c: current_ref(c, target))
         original = await _on_mailbox(pool, lambda c: fetch_original(c, ref))
-        try:
+        with refusals(NOTHING_SENT):
             draft = reply_draft(original, sender.from_address, sender.own_addresses, body, reply_all)
-        except OutgoingError as exc:
-            raise _nothing_sent(exc) from None
         return await sender.send(ctx, REPLY_TOOL, draft, ref, save_to_sent, confirm_token)

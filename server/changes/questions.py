@@ -1,0 +1,110 @@
+"""The questions a person is asked before messages or mailboxes change.
+
+They hold counts, UIDs, mailbox names and the account, never a subject or a body (those are
+written by whoever sent the mail, and a dialog must not become their voice). They say which
+values the caller supplied (mailbox names, UIDs) and which the IMAP server did (the Trash
+mailbox, message counts), and what the change does to the mailbox. Every name goes through
+`protocol.texts.shown`, so none can add a line, hide text or reorder it.
+"""
+
+from __future__ import annotations
+
+from imap_mcp.protocol import ApprovalRequest
+from imap_mcp.protocol.texts import shown, word
+from imap_mcp.server.changes.folders import PlannedFolderChange
+from imap_mcp.server.changes.messages import PlannedMessageChange
+from imap_mcp.server.imap.uid_sets import compress
+
+SHOWN_UIDS_MAX = 200
+CALLER = "the AI assistant's request"
+NOT_SHOWN = "Subjects and contents are not shown."
+
+
+def shown_uids(uids: tuple[int, ...]) -> str:
+    text = compress(uids)
+    if len(text) > SHOWN_UIDS_MAX:
+        text = text[: text.rfind(",", 0, SHOWN_UIDS_MAX)] + ", …"
+    return text
+
+
+def messages(count: int) -> str:
+    return f"{count} message" if count == 1 else f"{count} messages"
+
+
+def provenance(caller: str, server: str) -> str:
+    """Where the values in a question come from: the caller's request, or the IMAP server."""
+    return f"Supplied by the caller ({CALLER}): {caller}. From the IMAP server: {server}. {NOT_SHOWN}"
+
+
+def _message_provenance(operation: str, destination: str) -> str:
+    if operation == "trash":
+        trash = f"the Trash mailbox {destination}, and that the UIDs exist"
+        return provenance("the source mailbox and the UIDs", trash)
+    names = "the mailbox name" if operation == "delete_permanently" else "the mailbox names"
+    return provenance(f"{names} and the UIDs", "that the UIDs exist")
+
+
+_MESSAGE_CHANGES = {
+    # operation: (question, what it does)
+    "trash": (
+        "Move {n} from {src} to the Trash mailbox {dst}?",
+        "They leave {src} and get new UIDs in {dst}, from where they can be restored until it is emptied.",
+    ),
+    "delete_permanently": (
+        "Permanently delete {n} from {src}?",
+        "This cannot be undone: the messages are expunged, not moved to Trash.",
+    ),
+    "move": (
+        "Move {n} from {src} to {dst}?",
+        "They leave {src} and get new UIDs in {dst}; their old ids stop working. Anyone who can read {dst} "
+        "can read them.",
+    ),
+    "copy": (
+        "Copy {n} from {src} to {dst}?",
+        "The originals stay in {src}; the copies get new UIDs in {dst}, and anyone who can read {dst} can read them.",
+    ),
+}
+
+
+def message_change_request(tool: str, plan: PlannedMessageChange) -> ApprovalRequest:
+    """The approval request for moving, copying or deleting messages."""
+    question, effect = _MESSAGE_CHANGES[plan.operation]
+    values = {
+        "n": messages(len(plan.uids)),
+        "src": shown(plan.source),
+        "dst": shown(plan.destination or ""),
+    }
+    uid_line = f"UIDs in {values['src']} (UIDVALIDITY {plan.source_uidvalidity}): {shown_uids(plan.uids)}"
+    text = "\n".join(
+        [
+            question.format(**values),
+            uid_line,
+            effect.format(**values),
+            f"Account: {word(plan.account)}",
+            _message_provenance(plan.operation, values["dst"]),
+        ]
+    )
+    summary = f"{plan.operation.replace('_', ' ')} {values['n']} (UIDs {shown_uids(plan.uids)}) from {values['src']}"
+    if plan.destination and plan.operation != "trash":
+        summary += f" to {values['dst']}"
+    return ApprovalRequest(tool=tool, target=plan.target, question=text, summary=summary)
+
+
+def delete_mailbox_request(tool: str, plan: PlannedFolderChange) -> ApprovalRequest:
+    name = shown(plan.mailbox)
+    held = messages(plan.messages or 0)
+    text = "\n".join(
+        [
+            f"Delete the mailbox {name} and the {held} in it?",
+            "This cannot be undone: the mailbox and every message in it are gone for good.",
+            "Mail delivered into it while it is being deleted is deleted with it (IMAP cannot prevent that).",
+            f"Account: {word(plan.account)}",
+            provenance("the mailbox name", "the message count"),
+        ]
+    )
+    return ApprovalRequest(tool=tool, target=plan.target, question=text, summary=f"delete mailbox {name} ({held})")
+
+
+def rename_mailbox_request(tool: str, plan: PlannedFolderChange) -> ApprovalRequest:
+    summary = f"rename mailbox {shown(plan.mailbox)} to {shown(plan.new_name or '')}"
+    return ApprovalRequest(tool=tool, target=plan.target, question=summary, summary=summary, dialog=False)

@@ -1,0 +1,122 @@
+"""SASL XOAUTH2 and OAUTHBEARER (RFC 7628) logins for IMAP and SMTP, with one retry on a fresh token.
+
+A login the server refuses marks the token as rejected; the next one comes from a refresh and
+is tried once. If the server refuses that one too, `LoginRefused` says what to check: no third try.
+"""
+
+from __future__ import annotations
+
+import imaplib
+import smtplib
+from collections.abc import Callable
+
+from imapclient import IMAPClient
+from imapclient.exceptions import IMAPClientError
+
+from imap_mcp.server.imap.fetch import authenticate
+from imap_mcp.server.oauth.errors import OAuthError
+from imap_mcp.server.oauth.settings import Mechanism, OAuthSettings
+from imap_mcp.server.oauth.tokens import token_source
+
+
+class LoginRefused(OAuthError):
+    """The server refused a freshly refreshed access token."""
+
+
+class MechanismMissing(OAuthError):
+    """The server offers neither XOAUTH2 nor OAUTHBEARER (or not the one IMAP_OAUTH_MECHANISM names)."""
+
+
+def xoauth2_response(user: str, token: str) -> str:
+    return f"user={user}\x01auth=Bearer {token}\x01\x01"
+
+
+def oauthbearer_response(user: str, token: str, host: str, port: int) -> str:
+    """The RFC 7628 client response: a GS2 header naming `user`, then host, port and the bearer token."""
+    name = user.replace("=", "=3D").replace(",", "=2C")
+    return f"n,a={name},\x01host={host}\x01port={port}\x01auth=Bearer {token}\x01\x01"
+
+
+def choose_mechanism(setting: Mechanism, offered: set[str], server: str) -> str:
+    """XOAUTH2 or OAUTHBEARER, as IMAP_OAUTH_MECHANISM asks and `offered` (upper case names) allows."""
+    wanted = ("XOAUTH2", "OAUTHBEARER") if setting == "auto" else (setting.upper(),)
+    for mechanism in wanted:
+        if mechanism in offered:
+            return mechanism
+    raise MechanismMissing(
+        f"The server {server} does not offer SASL {' or '.join(wanted)} (it offers "
+        f"{', '.join(sorted(offered)) or 'no SASL mechanism'}); check IMAP_OAUTH_MECHANISM and the host."
+    )
+
+
+def _response(mechanism: str, user: str, token: str, host: str, port: int) -> str:
+    return xoauth2_response(user, token) if mechanism == "XOAUTH2" else oauthbearer_response(user, token, host, port)
+
+
+def _once_then_end(mechanism: str, response: str) -> Callable[[bytes | None], str]:
+    """The client response once; to the server's error challenge that follows a refusal, the ending answer
+    (RFC 7628 section 3.2.3: a single %x01 for OAUTHBEARER; XOAUTH2 servers take an empty one)."""
+    sent = False
+
+    def answer(_challenge: bytes | None = None) -> str:
+        nonlocal sent
+        if sent:
+            return "\x01" if mechanism == "OAUTHBEARER" else ""
+        sent = True
+        return response
+
+    return answer
+
+
+def _with_retry(oauth: OAuthSettings, accepted: Callable[[str], bool], refused: str) -> None:
+    """Log in with the current token; when the server refuses it, once more with a refreshed one."""
+    source = token_source(oauth)
+    token = source.access_token()
+    if accepted(token):
+        return
+    source.rejected(token)
+    if not accepted(source.access_token()):
+        raise LoginRefused(refused)
+
+
+def _refused_text(server: str, user: str, mechanism: str, user_setting: str) -> str:
+    return (
+        f"The server {server} refused the OAuth login ({mechanism}) for {user!r} even with a new access token; "
+        f"check that {user_setting} is the signed-in account and that IMAP_OAUTH_SCOPE grants mail access."
+    )
+
+
+def imap_login(client: IMAPClient, user: str, oauth: OAuthSettings, host: str, port: int) -> str:
+    """Authenticate `client`; returns the mechanism used. Raises `OAuthError` (`LoginRefused`, ...)."""
+    capabilities = [c.decode("ascii", "replace").upper() for c in client.capabilities()]
+    offered = {c[5:] for c in capabilities if c.startswith("AUTH=")}
+    mechanism = choose_mechanism(oauth.mechanism, offered, f"{host}:{port}")
+
+    def accepted(token: str) -> bool:
+        answer = _once_then_end(mechanism, _response(mechanism, user, token, host, port))
+        try:
+            authenticate(client, mechanism, answer)
+        except imaplib.IMAP4.abort:
+            raise
+        except IMAPClientError:
+            return False
+        return True
+
+    _with_retry(oauth, accepted, _refused_text(f"{host}:{port}", user, mechanism, "IMAP_USERNAME"))
+    return mechanism
+
+
+def smtp_login(connection: smtplib.SMTP, user: str, oauth: OAuthSettings, host: str, port: int) -> str:
+    """AUTH on an SMTP connection that has said EHLO; returns the mechanism used."""
+    offered = {m.upper() for m in connection.esmtp_features.get("auth", "").split()}
+    mechanism = choose_mechanism(oauth.mechanism, offered, f"{host}:{port}")
+
+    def accepted(token: str) -> bool:
+        try:
+            connection.auth(mechanism, _once_then_end(mechanism, _response(mechanism, user, token, host, port)))
+        except smtplib.SMTPAuthenticationError:
+            return False
+        return True
+
+    _with_retry(oauth, accepted, _refused_text(f"{host}:{port}", user, mechanism, "SMTP_USERNAME"))
+    return mechanism

@@ -1,0 +1,194 @@
+"""delete_messages against Dovecot: trash vs permanent, exact expunges, refusals, and what dialogs show."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from harness import Account, Person, error_text, message_ids, pool_without, served
+
+from imap_mcp.server.demo.sample_mail import sample_messages
+
+pytestmark = pytest.mark.anyio
+
+
+def words_of_inbox_mail() -> set[str]:
+    """Distinctive subject and body words of the sample INBOX messages (none may reach a dialog)."""
+    words: set[str] = set()
+    for item in sample_messages():
+        if item.mailbox == "INBOX":
+            words.add(str(item.message["Subject"]))
+            body = item.message.get_body(("plain", "html"))
+            words.add(body.get_content().strip().splitlines()[0][:30])  # type: ignore[union-attr]
+    return words
+
+
+async def call(account: Account, tool: str, args: dict[str, Any], person: Person | None = None, pool: Any = None):
+    options: dict[str, Any] = {"elicitation_callback": person} if person else {}
+    async with served(account, pool=pool, mode="2026-07-28", **options) as client:
+        return await client.call_tool(tool, args)
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "expected"),
+    [
+        (
+            "delete_messages",
+            {},
+            [
+                'Move 3 messages from "INBOX" to the Trash mailbox "Trash"?',
+                "new UIDs",
+                "caller (the AI assistant's request): the source mailbox and the UIDs.",
+                'From the IMAP server: the Trash mailbox "Trash", and that the UIDs exist.',
+            ],
+        ),
+        (
+            "delete_messages",
+            {"permanent": True},
+            [
+                'Permanently delete 3 messages from "INBOX"?',
+                "cannot be undone",
+                "request): the mailbox name and the UIDs. From the IMAP server: that the UIDs exist.",
+            ],
+        ),
+        (
+            "move_messages",
+            {"destination": "Archive"},
+            [
+                'Move 3 messages from "INBOX" to "Archive"?',
+                "new UIDs",
+                "request): the mailbox names and the UIDs. From the IMAP server: that the UIDs exist.",
+            ],
+        ),
+        ("move_messages", {"destination": "Junk", "mode": "copy"}, ['Copy 3 messages from "INBOX" to "Junk"?']),
+    ],
+)
+async def test_the_dialog_shows_counts_uids_and_names_but_no_subject_or_body(
+    account: Account, tool: str, args: dict[str, Any], expected: list[str]
+) -> None:
+    person = Person(action="decline")
+    ids = message_ids(account, "INBOX")
+    result = await call(account, tool, account.on_server({"ids": ids[:3], **args}), person)
+    assert result.is_error and "declined" in result.content[0].text  # type: ignore[union-attr]
+    (shown,) = person.shown
+    caller = "Supplied by the caller (the AI assistant's request): the "
+    for phrase in [*map(account.quoted, expected), "UIDVALIDITY", ": 1:3", caller, account.username]:
+        assert phrase in shown, (phrase, shown)
+    for secret in words_of_inbox_mail():
+        assert secret not in shown
+    assert message_ids(account, "INBOX") == ids
+
+
+async def test_the_dialog_for_deleting_a_mailbox_shows_its_name_and_message_count(account: Account) -> None:
+    person = Person(action="cancel")
+    result = await call(
+        account, "manage_mailbox", account.on_server({"action": "delete", "mailbox": "Archive"}), person
+    )
+    assert "closed the dialog without approving" in error_text(result)
+    (shown,) = person.shown
+    assert account.quoted('Delete the mailbox "Archive" and the 1 message in it?') in shown
+    assert "cannot be undone" in shown
+    assert "Supplied by the caller (the AI assistant's request): the mailbox name." in shown
+    assert "From the IMAP server: the message count." in shown
+    assert "Old travel plans" not in shown and "kept for reference" not in shown
+
+
+async def test_the_dialog_for_deleting_a_mailbox_says_mail_arriving_meanwhile_goes_too(account: Account) -> None:
+    """IMAP cannot stop delivery between the last check and DELETE: the person is told, not promised otherwise."""
+    person = Person(action="cancel")
+    await call(account, "manage_mailbox", {"action": "delete", "mailbox": "Archive"}, person)
+    assert "Mail delivered into it while it is being deleted is deleted with it" in person.shown[0]
+
+
+async def test_trash_delete_moves_to_trash_and_returns_the_new_ids(account: Account) -> None:
+    ids = message_ids(account, "INBOX")
+    result = await call(account, "delete_messages", {"ids": ids[:2]}, Person())
+    content = result.structured_content
+    assert content["status"] == "done" and content["destination"] == account.mailbox("Trash")  # type: ignore[index]
+    assert content["new_ids"] == message_ids(account, "Trash")  # type: ignore[index]
+    assert message_ids(account, "INBOX") == ids[2:]
+
+
+async def test_a_permanent_delete_leaves_a_message_another_client_marked_deleted(account: Account) -> None:
+    ids = message_ids(account, "INBOX")
+    other = account.imap()
+    other.select_folder("INBOX")
+    other.add_flags([5], [b"\\Deleted"])
+    other.logout()
+    result = await call(account, "delete_messages", {"ids": ids[:2], "permanent": True}, Person())
+    assert result.structured_content["count"] == 2  # type: ignore[index]
+    assert message_ids(account, "INBOX") == ids[2:]
+    assert message_ids(account, "Trash") == []
+
+
+async def test_a_trash_delete_without_move_copies_then_expunges_exactly_those_uids(account: Account) -> None:
+    ids = message_ids(account, "INBOX")
+    other = account.imap()
+    other.select_folder("INBOX")
+    other.add_flags([6], [b"\\Deleted"])
+    other.logout()
+    result = await call(account, "delete_messages", {"ids": ids[:2]}, Person(), pool_without(account, ("MOVE",)))
+    content = result.structured_content
+    assert content["status"] == "done" and content["count"] == 2  # type: ignore[index]
+    assert content["new_ids"] == message_ids(account, "Trash")  # type: ignore[index]
+    assert len(content["new_ids"]) == 2  # type: ignore[index]
+    assert message_ids(account, "INBOX") == ids[2:]  # UID 6, marked \Deleted by another client, stays
+
+
+async def test_a_permanent_delete_without_uidplus_is_refused(account: Account) -> None:
+    ids = message_ids(account, "INBOX")
+    pool = pool_without(account, capabilities=("UIDPLUS",))
+    result = await call(account, "delete_messages", {"ids": ids[:1], "permanent": True}, Person(), pool)
+    assert result.is_error and "does not offer UIDPLUS" in result.content[0].text  # type: ignore[union-attr]
+    assert message_ids(account, "INBOX") == ids
+
+
+async def test_a_trash_delete_without_a_trash_mailbox_is_refused_not_made_permanent(account: Account) -> None:
+    ids = message_ids(account, "INBOX")
+    person = Person()
+    result = await call(
+        account, "delete_messages", {"ids": ids[:1]}, person, pool_without(account, mailboxes=("Trash",))
+    )
+    assert result.is_error and "no Trash mailbox" in result.content[0].text  # type: ignore[union-attr]
+    assert person.shown == [] and message_ids(account, "INBOX") == ids
+
+
+async def test_deleting_from_trash_without_permanent_is_refused(account: Account) -> None:
+    trashed = await call(account, "delete_messages", {"ids": message_ids(account, "INBOX")[:1]}, Person())
+    again = await call(account, "delete_messages", {"ids": trashed.structured_content["new_ids"]}, Person())  # type: ignore[index]
+    assert again.is_error and account.quoted("already in 'Trash'") in again.content[0].text  # type: ignore[union-attr]
+
+
+async def test_a_stale_id_is_refused_before_anyone_is_asked(account: Account) -> None:
+    ids = message_ids(account, "Archive")
+    direct = account.imap()
+    direct.delete_folder(account.mailbox("Archive"))
+    direct.create_folder(account.mailbox("Archive"))
+    direct.append(account.mailbox("Archive"), b"Subject: new\r\n\r\nnew\r\n")
+    direct.logout()
+    person = Person()
+    result = await call(account, "delete_messages", {"ids": ids, "permanent": True}, person)
+    assert result.is_error and "stale" in result.content[0].text  # type: ignore[union-attr]
+    assert person.shown == [] and len(message_ids(account, "Archive")) == 1
+
+
+async def test_ids_of_two_mailboxes_are_refused(account: Account) -> None:
+    ids = message_ids(account, "INBOX")[:1] + message_ids(account, "Archive")
+    result = await call(account, "delete_messages", {"ids": ids}, Person())
+    assert result.is_error and "more than one mailbox" in result.content[0].text  # type: ignore[union-attr]
+
+
+async def test_fifty_thousand_ids_of_which_two_exist_ask_about_two_and_report_the_rest_missing(
+    account: Account,
+) -> None:
+    from imap_mcp.server.imap.message_ids import MessageRef, decode_id
+
+    existing = message_ids(account, "INBOX")[:2]
+    uidvalidity = decode_id(existing[0]).uidvalidity
+    unknown = [MessageRef("INBOX", uidvalidity, uid).id for uid in range(1_000, 50_998)]
+    person = Person()
+    result = await call(account, "delete_messages", {"ids": unknown + existing, "permanent": True}, person)
+    content = result.structured_content
+    assert len(person.shown) == 1 and "Permanently delete 2 messages" in person.shown[0]
+    assert content["count"] == 2 and content["ids"] == existing  # type: ignore[index]
+    assert content["missing_ids"] == unknown  # type: ignore[index]

@@ -1,0 +1,57 @@
+"""set_message_flags: system flags and keywords, never \\Deleted, never a question."""
+
+from __future__ import annotations
+
+import pytest
+from harness import Account, message_ids, served
+
+pytestmark = pytest.mark.anyio
+
+
+def flags_of(account: Account, uid: int) -> set[bytes]:
+    client = account.imap()
+    try:
+        client.select_folder("INBOX", readonly=True)
+        return set(client.get_flags([uid])[uid])
+    finally:
+        client.logout()
+
+
+async def test_flags_and_keywords_are_added_and_removed(account: Account) -> None:
+    ids = message_ids(account, "INBOX")
+    async with served(account) as client:
+        added = await client.call_tool("set_message_flags", {"ids": ids[2:3], "add": ["\\seen", "\\Flagged", "Work"]})
+        assert added.structured_content["added"] == ["\\Seen", "\\Flagged", "Work"]  # type: ignore[index]
+        assert {b"\\Seen", b"\\Flagged", b"Work"} <= flags_of(account, 3)
+        await client.call_tool("set_message_flags", {"ids": ids[2:3], "remove": ["\\Seen"]})
+    assert b"\\Seen" not in flags_of(account, 3)
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        ({"add": ["\\Deleted"]}, "delete_messages"),
+        ({"remove": ["\\deleted"]}, "delete_messages"),
+        ({"add": ["\\Draft"]}, "is not allowed"),
+        ({"add": ["two words"]}, "not a valid keyword"),
+        ({}, "at least one flag"),
+    ],
+)
+async def test_deleted_and_other_flags_are_refused(account: Account, args: dict[str, list[str]], said: str) -> None:
+    ids = message_ids(account, "INBOX")
+    async with served(account) as client:
+        result = await client.call_tool("set_message_flags", {"ids": ids[:1], **args})
+    assert result.is_error and said in result.content[0].text  # type: ignore[union-attr]
+    assert b"\\Deleted" not in flags_of(account, 1)
+
+
+async def test_flags_on_many_ids_change_those_that_exist_and_report_the_rest_missing(account: Account) -> None:
+    from imap_mcp.server.imap.message_ids import MessageRef, decode_id
+
+    existing = message_ids(account, "INBOX")[:1]
+    unknown = [MessageRef("INBOX", decode_id(existing[0]).uidvalidity, uid).id for uid in range(1_000, 21_000)]
+    async with served(account) as client:
+        result = await client.call_tool("set_message_flags", {"ids": unknown + existing, "add": ["Work"]})
+    assert result.structured_content["ids"] == existing  # type: ignore[index]
+    assert result.structured_content["missing_ids"] == unknown  # type: ignore[index]
+    assert b"Work" in flags_of(account, 1)

@@ -1,0 +1,145 @@
+"""move_messages against Dovecot: MOVE, the COPY + UID EXPUNGE fallback, a server with neither, ranges."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+from harness import Account, Person, message_ids, pool_without, served, start_dovecot
+from harness import new_account as fresh_account
+
+from imap_mcp.server.demo.sample_mail import seed
+from imap_mcp.server.imap.message_ids import MessageRef
+from imap_mcp.server.imap.uid_sets import compress, expand
+
+pytestmark = pytest.mark.anyio
+
+
+async def move(account: Account, args: dict[str, Any], pool: Any = None) -> Any:
+    async with served(account, pool=pool, mode="legacy", elicitation_callback=Person()) as c:
+        return await c.call_tool("move_messages", account.on_server(args))
+
+
+def test_uid_sets_are_compressed_into_ranges() -> None:
+    assert compress([5, 1, 2, 3, 9, 10, 12, 2]) == "1:3,5,9:10,12"
+    assert compress(range(1, 20001)) == "1:20000"
+    assert expand("1:3,5,9:7") == [1, 2, 3, 5, 9, 8, 7]
+
+
+async def test_a_move_returns_the_new_ids_and_leaves_the_source(account: Account) -> None:
+    ids = message_ids(account, "INBOX")
+    result = await move(account, {"ids": ids[:2], "destination": "Archive"})
+    content = result.structured_content
+    assert content["status"] == "done" and content["approved_by"] == "push" and content["count"] == 2
+    assert content["new_ids"] == message_ids(account, "Archive")[1:]
+    assert message_ids(account, "INBOX") == ids[2:]
+
+
+@pytest.mark.dovecot_only(reason="the session's Dovecot has the public namespace")
+async def test_a_move_into_the_public_namespace(account: Account) -> None:
+    public = f"Public/t-{uuid.uuid4().hex[:8]}"
+    direct = account.imap()
+    direct.create_folder(public)
+    direct.logout()
+    ids = message_ids(account, "INBOX")
+    result = await move(account, {"ids": ids[:1], "destination": public})
+    assert result.structured_content["new_ids"] == message_ids(account, public)
+
+
+async def test_without_move_it_copies_then_expunges_exactly_the_moved_uids(account: Account) -> None:
+    ids = message_ids(account, "INBOX")
+    other = account.imap()
+    other.select_folder("INBOX")
+    other.add_flags([6], [b"\\Deleted"])
+    other.logout()
+    result = await move(account, {"ids": ids[:3], "destination": "Archive"}, pool_without(account, ("MOVE",)))
+    assert result.structured_content["count"] == 3 and len(result.structured_content["new_ids"]) == 3
+    assert message_ids(account, "INBOX") == ids[3:]  # UID 6, marked \Deleted by another client, stays
+
+
+async def test_a_server_with_neither_move_nor_uidplus_refuses_a_move_but_copies() -> None:
+    dovecot = start_dovecot(hide_move=True)
+    try:
+        account = fresh_account(dovecot)
+        direct = account.imap()
+        seed(direct)
+        direct.logout()
+        ids = message_ids(account, "INBOX")
+        refused = await move(account, {"ids": ids[:1], "destination": "Archive"})
+        assert refused.is_error and "neither MOVE nor UIDPLUS" in refused.content[0].text
+        assert "Nothing was changed; move_messages with mode 'copy' still works" in refused.content[0].text
+        copied = await move(account, {"ids": ids[:1], "destination": "Archive", "mode": "copy"})
+        assert copied.structured_content["status"] == "done"
+        person = Person()
+        async with served(account, mode="legacy", elicitation_callback=person) as client:
+            not_trashed = await client.call_tool("delete_messages", {"ids": ids[:1]})
+        said = not_trashed.content[0].text
+        assert not_trashed.is_error and "neither MOVE nor UIDPLUS" in said and "Nothing was changed" in said
+        assert "delete them with another mail client" in said and person.shown == []
+        assert message_ids(account, "INBOX") == ids and len(message_ids(account, "Archive")) == 2
+        assert message_ids(account, "Trash") == []
+    finally:
+        dovecot.stop()
+
+
+async def test_a_huge_uid_set_goes_to_the_server_as_ranges(account: Account) -> None:
+    inbox = message_ids(account, "INBOX")
+    uidvalidity = int(inbox[0].split(".")[2])
+    far = range(4_000_000_000, 4_000_006_000)  # sent verbatim, these 6000 UIDs alone pass Dovecot's 64 KB line
+    ids = inbox + [MessageRef("INBOX", uidvalidity, uid).id for uid in far]
+    result = await move(account, {"ids": ids, "destination": "Archive"})
+    content = result.structured_content
+    assert not result.is_error, result.content
+    assert content["count"] == len(inbox) and len(content["missing_ids"]) == len(far)
+    assert message_ids(account, "INBOX") == []
+
+
+async def test_a_move_to_a_missing_mailbox_is_refused(account: Account) -> None:
+    ids = message_ids(account, "INBOX")
+    missing = await move(account, {"ids": ids[:1], "destination": "Nowhere"})
+    assert missing.is_error and "create it first" in missing.content[0].text
+
+
+@pytest.mark.parametrize("destination", ["INBOX", "inbox", "Inbox"])
+@pytest.mark.parametrize("mode", ["move", "copy"])
+async def test_a_move_or_copy_into_the_same_mailbox_is_refused_before_anyone_is_asked(
+    account: Account, destination: str, mode: str
+) -> None:
+    ids = message_ids(account, "INBOX")
+    person = Person()
+    async with served(account, mode="legacy", elicitation_callback=person) as client:
+        itself = await client.call_tool("move_messages", {"ids": ids[:1], "destination": destination, "mode": mode})
+    assert itself.is_error and "already in 'INBOX'" in itself.content[0].text
+    assert "choose another destination" in itself.content[0].text and person.shown == []
+    assert message_ids(account, "INBOX") == ids
+
+
+async def test_a_move_to_inbox_in_another_case_names_it_inbox(account: Account) -> None:
+    archived = message_ids(account, "Archive")
+    result = await move(account, {"ids": archived, "destination": "inbox"})
+    assert result.structured_content["destination"] == "INBOX"
+    assert result.structured_content["new_ids"] == message_ids(account, "INBOX")[-1:]
+
+
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+async def test_a_copy_whose_messages_are_all_in_the_destination_is_answered_without_a_question(
+    account: Account, mode: str
+) -> None:
+    ids = message_ids(account, "INBOX")[:2]
+    args = {"ids": ids, "destination": "Archive", "mode": "copy"}
+    first, again = Person(), Person()
+    async with served(account, mode=mode, elicitation_callback=first) as client:
+        assert (await client.call_tool("move_messages", args)).structured_content["count"] == 2  # type: ignore[index]
+    archived = message_ids(account, "Archive")
+    async with served(account, mode=mode, elicitation_callback=again) as client:
+        repeated = await client.call_tool("move_messages", args)
+    async with served(account, mode=mode) as client:  # no dialog possible: still no confirm_token to ask for
+        without_dialog = await client.call_tool("move_messages", args)
+    assert len(first.shown) == 1 and again.shown == []
+    for result in (repeated, without_dialog):
+        content = result.structured_content
+        assert not result.is_error and content["status"] == "nothing_to_do"  # type: ignore[index]
+        assert content["already_present_ids"] == ids and content["confirm_token"] is None  # type: ignore[index]
+        assert "Nobody was asked" in result.content[0].text
+    assert message_ids(account, "Archive") == archived

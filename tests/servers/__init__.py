@@ -1,0 +1,73 @@
+"""Real IMAP servers besides Dovecot for the test matrix: Cyrus IMAP and Courier-IMAP.
+
+`scripts/dev setup` downloads their Debian packages and unpacks them into `.cache/imap-servers/root`
+(installing them would make apt remove dovecot-imapd: all three provide `imap-server`). Each
+launcher runs its server from that tree in a short temp dir, on two free loopback ports (plain
+and implicit TLS), and stops it by signalling its whole process group, like
+`server/demo/dovecot.py` does for Dovecot.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import imaplib
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+UNPACKED = Path(
+    os.environ.get("IMAP_MCP_SERVERS_ROOT", Path(__file__).resolve().parents[2] / ".cache" / "imap-servers" / "root")
+)
+
+
+class ServerMissing(RuntimeError):
+    """A matrix server's unpacked packages are not there; the message says how to get them."""
+
+
+def unpacked(relative: str) -> Path:
+    """A file of the unpacked Debian tree, or `ServerMissing`."""
+    path = UNPACKED / relative
+    if not path.exists():
+        raise ServerMissing(f"{path} is missing: run `scripts/dev setup` (as root) to unpack Cyrus and Courier.")
+    return path
+
+
+def wait_for_login(
+    port: int, user: str, password: str, process: subprocess.Popen[bytes], log: Callable[[], str], timeout: float
+) -> None:
+    """Ready means a real LOGIN succeeds, not just an open port."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            connection = imaplib.IMAP4("127.0.0.1", port, timeout=2)
+            connection.login(user, password)
+            connection.logout()
+            return
+        except (OSError, imaplib.IMAP4.error) as exc:
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"the IMAP server on port {port} did not start ({exc!r}). Log tail:\n{log()}"
+                ) from None
+            time.sleep(0.05)
+
+
+def stop_group(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the server's process group, SIGKILL if it lingers."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=5)
+    # children that outlive the leader (e.g. forked imapd processes) go with the group too
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+
+
+def read_tail(path: Path, size: int = 3000) -> str:
+    return path.read_text(errors="replace")[-size:] if path.exists() else ""
