@@ -18,6 +18,7 @@ import shutil
 import ssl
 import subprocess
 import sys
+import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -147,9 +148,30 @@ def test_the_installed_command_knows_its_version_and_each_command(installed: Ins
     from importlib.metadata import version
 
     assert installed.run(dict(os.environ), "--version").stdout.strip() == f"imap-mcp {version('imap-mcp')}"
-    for command in ("stdio", "serve", "check", "demo"):
+    for command in ("stdio", "serve", "check", "auth", "demo"):
         done = installed.run(dict(os.environ), command, "--help")
         assert done.returncode == 0 and f"usage: imap-mcp {command}" in done.stdout
+
+
+def test_the_installed_metadata_carries_the_classifiers_and_project_urls(installed: Installed) -> None:
+    script = (
+        "import json\n"
+        "from importlib.metadata import metadata\n"
+        "m = metadata('imap-mcp')\n"
+        "print(json.dumps({key: m.get_all(key) or [] for key in ('Summary', 'Requires-Python', 'Classifier', "
+        "'Project-URL')}))\n"
+    )
+    done = subprocess.run(
+        [installed.python, "-c", script], env=installed.env(dict(os.environ)), cwd=installed.cwd, capture_output=True
+    )
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert found["Summary"] == [project["description"]]
+    assert found["Requires-Python"] == [project["requires-python"]]
+    assert found["Classifier"] == project["classifiers"]
+    assert "Topic :: Communications :: Email :: Post-Office :: IMAP" in found["Classifier"]
+    assert found["Project-URL"] == [f"{name}, {url}" for name, url in project.get("urls", {}).items()]
 
 
 def test_the_installed_check_is_ready_on_the_test_account(installed: Installed, account: Account) -> None:
