@@ -144,7 +144,9 @@ class ModernEnvelopeRouting:
 def _without_envelope(body: Any) -> dict[str, Any] | None:
     """`body` without the 2026 envelope keys in its `_meta`, or None when it has none of them."""
     params = body.get("params") if isinstance(body, dict) else None
-    meta = params.get("_meta") if isinstance(params, dict) else None
+    if not isinstance(params, dict):
+        return None
+    meta = params.get("_meta")
     if not isinstance(meta, dict) or not ENVELOPE_KEYS & meta.keys():
         return None
     kept = {key: value for key, value in meta.items() if key not in ENVELOPE_KEYS}

@@ -30,6 +30,7 @@ MATRIX_MODULES = {
     "test_list_mailboxes",
     "test_manage_mailbox",
     "test_move_messages",
+    "test_new_messages",
     "test_outgoing_mailbox",
     "test_outgoing_reply",
     "test_reply_to_message",

@@ -27,6 +27,8 @@ from imapclient import IMAPClient
 from mcp import Client, StdioServerParameters
 from mcp.types import CallToolResult, ElicitResult, InputRequiredResult
 
+from imap_mcp.protocol import Guard
+from imap_mcp.sealing import KeyRing
 from imap_mcp.server.app import build_server
 from imap_mcp.server.config import ImapSettings, Secret, Settings, TlsMode
 from imap_mcp.server.demo.dovecot import Dovecot, free_port
@@ -272,6 +274,13 @@ def served(settings: Settings | Account, pool: Any = None, guard: Any = None, **
     return Client(build_server(settings, pool=pool, guard=guard), **options)
 
 
+def guarded_client(account: Account, person: Person | None = None) -> Client:
+    """A 2026-07-28 client of a fresh server for `account` whose guard asks by elicitation; `person` answers
+    the dialogs (without one, the client offers no elicitation)."""
+    options: dict[str, Any] = {"elicitation_callback": person} if person else {}
+    return served(account, guard=Guard(KeyRing(["g" * 40]), elicitation=True), mode="2026-07-28", **options)
+
+
 async def search(client: Client, **arguments: Any) -> dict[str, Any]:
     """One search_messages page that must have succeeded."""
     return structured(await client.call_tool("search_messages", arguments))
@@ -305,6 +314,15 @@ def append_message(account: Account, raw: bytes, mailbox: str = "INBOX", flags: 
     try:
         response = client.append(account.mailbox(mailbox), raw, flags=flags)
         return int(response.split(b"]")[0].split()[-1])
+    finally:
+        client.logout()
+
+
+def mailbox_names(account: Account) -> set[str]:
+    """The names of every mailbox of `account`, as the IMAP server lists them."""
+    client = account.imap()
+    try:
+        return {name for _, _, name in client.list_folders()}
     finally:
         client.logout()
 

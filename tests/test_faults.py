@@ -16,7 +16,7 @@ from typing import Any
 import anyio
 import pytest
 from fault_proxy import Fault, FaultProxy
-from harness import Account, Person, error_text, message_ids, pool_without, structured
+from harness import Account, Person, error_text, message_ids, pool_without, served, structured
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
 from mcp.types import ElicitResult, InputRequiredResult
@@ -76,7 +76,7 @@ async def test_a_server_trickling_its_answer_is_stopped_at_the_overall_deadline(
         pool = ImapPool(proxied(account, proxy))
         proxy.inject(Fault(b"FETCH (UID", "trickle", interval=0.2))
         with anyio.fail_after(HANG_GUARD):
-            async with Client(build_server(Settings(imap=pool.settings), pool=pool)) as c:
+            async with served(Settings(imap=pool.settings), pool=pool) as c:
                 text = error_text(await c.call_tool("search_messages", {}))
                 after = structured(await c.call_tool("search_messages", {}))
         pool.close_all()
@@ -89,7 +89,7 @@ async def test_a_server_stalling_in_its_greeting_is_stopped_at_the_overall_deadl
         pool = ImapPool(proxied(account, proxy))
         proxy.inject(Fault(b"* OK", "trickle", interval=0.2))
         with anyio.fail_after(HANG_GUARD):
-            async with Client(build_server(Settings(imap=pool.settings), pool=pool)) as c:
+            async with served(Settings(imap=pool.settings), pool=pool) as c:
                 text = error_text(await c.call_tool("list_mailboxes", {}))
         pool.close_all()
     assert "IMAP_TIMEOUT" in text
@@ -196,8 +196,8 @@ async def test_without_move_a_replay_after_a_cut_after_copy_completes_the_move(a
         pool = pool_without(account, ("MOVE",), settings=proxied(account, proxy))
         proxy.inject(Fault(b"] Copy completed", "cut"))
         arguments = {"ids": ids, "destination": "Archive"}
-        server = build_server(Settings(imap=pool.settings), pool=pool)  # type: ignore[attr-defined]
-        async with Client(server, mode="2026-07-28", elicitation_callback=Person()) as client:
+        settings = Settings(imap=pool.settings)  # type: ignore[attr-defined]
+        async with served(settings, pool=pool, mode="2026-07-28", elicitation_callback=Person()) as client:
             asked = await client.session.call_tool("move_messages", arguments, allow_input_required=True)
             assert isinstance(asked, InputRequiredResult)
 

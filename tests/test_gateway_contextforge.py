@@ -19,11 +19,10 @@ from typing import Any
 import httpx
 import pytest
 from gateway.contextforge import PINNED_VERSION, Gateway, run_gateway
-from harness import Account, Person, append_message, http_server, message_ids, seeded_account, structured
+from harness import Account, Person, append_message, http_server, message_ids, seeded_account, served, structured
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from imap_mcp.server.app import build_server
 from imap_mcp.server.demo.dovecot import Dovecot
 
 pytestmark = [pytest.mark.anyio, pytest.mark.xdist_group("contextforge")]
@@ -84,7 +83,7 @@ def fresh_message(account: Account, subject: str) -> str:
 
 async def test_the_pinned_gateway_lists_every_tool_with_its_schemas(deployment: Deployment) -> None:
     assert deployment.gateway.api("GET", "/version")["app"]["version"] == PINNED_VERSION
-    async with Client(build_server(deployment.account.settings()), mode="legacy") as direct:
+    async with served(deployment.account, mode="legacy") as direct:
         own = {t.name: t for t in (await direct.list_tools()).tools}
     for era in ERAS:
         async with gateway_client(deployment, era) as client:

@@ -5,35 +5,34 @@ clock skew between replicas, a ticked box spelled other than JSON `true`, a worl
 from __future__ import annotations
 
 import stat
-from typing import Any
 
 import pytest
-from harness import Account, Person, error_text, message_ids, start_dovecot, structured
+from harness import Account, Person, error_text, message_ids, served, start_dovecot, structured
 from mcp import Client
 from mcp.types import ElicitResult, InputRequiredResult
 
 from imap_mcp.protocol import Guard
 from imap_mcp.sealing import KeyRing
-from imap_mcp.server.app import build_server
 
 KEY = "s" * 40
 NOW = 1_900_000_000.0
 
 
-def replica(account: Account, now: float) -> Any:
-    """One replica of a deployment sharing KEY, whose clock reads `now`."""
-    return build_server(account.settings(), guard=Guard(KeyRing([KEY]), elicitation=True, clock=lambda: now))
+def replica(account: Account, now: float) -> Client:
+    """A 2026-07-28 client (a person answering) of one replica of a deployment sharing KEY, whose clock reads `now`."""
+    guard = Guard(KeyRing([KEY]), elicitation=True, clock=lambda: now)
+    return served(account, guard=guard, mode="2026-07-28", elicitation_callback=Person())
 
 
 @pytest.mark.anyio
 async def test_an_answer_given_on_a_replica_two_seconds_ahead_runs_on_one_behind(account: Account) -> None:
     [first, *_] = message_ids(account, "INBOX")
     args = {"ids": [first], "permanent": True}
-    async with Client(replica(account, NOW + 2), mode="2026-07-28", elicitation_callback=Person()) as ahead:
+    async with replica(account, NOW + 2) as ahead:
         asked = await ahead.session.call_tool("delete_messages", args, allow_input_required=True)
     assert isinstance(asked, InputRequiredResult)
     yes = {"approval": ElicitResult(action="accept", content={"approve": True})}
-    async with Client(replica(account, NOW), mode="2026-07-28", elicitation_callback=Person()) as behind:
+    async with replica(account, NOW) as behind:
         done = await behind.session.call_tool(
             "delete_messages", args, allow_input_required=True, input_responses=yes, request_state=asked.request_state
         )
@@ -57,8 +56,7 @@ class Answer:
 @pytest.mark.parametrize("value", ["yes", "true", 1, "1"], ids=repr)
 async def test_only_json_true_is_a_ticked_box_in_both_eras(account: Account, mode: str, value: object) -> None:
     [first, *_] = message_ids(account, "INBOX")
-    server = build_server(account.settings())
-    async with Client(server, mode=mode, elicitation_callback=Answer(value)) as client:
+    async with served(account, mode=mode, elicitation_callback=Answer(value)) as client:
         result = await client.call_tool("delete_messages", {"ids": [first], "permanent": True})
     assert "without ticking the approval box: nothing was changed" in error_text(result)
     assert first in message_ids(account, "INBOX")

@@ -34,6 +34,7 @@ from imapclient import IMAPClient
 
 from imap_mcp.sealing import Target, fingerprint
 from imap_mcp.server.errors import MailboxError
+from imap_mcp.server.imap.connection import append
 
 SEEN = b"\\Seen"
 DELETED = b"\\Deleted"
@@ -78,7 +79,7 @@ def stake(client: IMAPClient, destination: str, message_id: str) -> DestinationC
     """File this attempt's claim (`claim_message_id`) in `destination`; None (nothing filed) without UIDPLUS."""
     if not client.has_capability("UIDPLUS"):
         return None
-    response = client.append(destination, _claim_message(message_id), flags=(SEEN, CLAIM))
+    response = append(client, destination, _claim_message(message_id), (SEEN, CLAIM))
     found = _APPENDUID.search(response if isinstance(response, bytes) else b"")
     if found is None:
         return None  # filed, but without its UID it is only a stale claim for the next attempt to remove

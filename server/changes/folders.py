@@ -30,6 +30,7 @@ from imap_mcp.server.imap.mailboxes import (
     list_mailboxes,
 )
 from imap_mcp.server.imap.pool import NoSuchMailbox
+from imap_mcp.server.imap.uidvalidity import settle
 
 FolderOperation = Literal["delete_mailbox", "rename_mailbox"]
 _STATUS = [b"UIDVALIDITY", b"UIDNEXT", b"MESSAGES"]
@@ -111,6 +112,7 @@ def _status(client: IMAPClient, name: str) -> dict[bytes, int] | None:
         raise NoSuchMailbox(f"Mailbox {name!r} does not exist; list_mailboxes shows the names.")
     if not selectable:
         return None
+    settle(client, name)
     return {key: int(value) for key, value in client.folder_status(name, _STATUS).items()}
 
 

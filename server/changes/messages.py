@@ -42,6 +42,7 @@ from imap_mcp.server.imap.mailboxes import mailbox_with_role, missing_role_advic
 from imap_mcp.server.imap.message_ids import StaleMessageId
 from imap_mcp.server.imap.pool import NoSuchMailbox, examine
 from imap_mcp.server.imap.uid_sets import compress, expand
+from imap_mcp.server.imap.uidvalidity import settle
 
 MessageOperation = Literal["trash", "delete_permanently", "move", "copy"]
 
@@ -144,6 +145,7 @@ def open_source(client: IMAPClient, messages: MessageSelection, readonly: bool) 
 
 def uidvalidity_of(client: IMAPClient, mailbox: str) -> int:
     try:
+        settle(client, mailbox)
         status = client.folder_status(mailbox, [b"UIDVALIDITY"])
     except imaplib.IMAP4.error as exc:  # what imapclient raises for a missing mailbox, too
         raise NoSuchMailbox(
@@ -297,6 +299,7 @@ def all_copied_already(client: IMAPClient, target: PlannedMessageChange) -> bool
     if target.operation != "copy":
         return False
     source = MessageSelection(target.source, target.source_uidvalidity, target.uids)
+    open_source(client, source, readonly=True)
     copied = _copied_before(client, source, target.uids, target.destination or "", 0, readonly=True)
     return len(copied) == len(target.uids)
 

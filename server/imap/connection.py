@@ -25,7 +25,7 @@ class MailboxUnavailable(MailboxError):
 
 class _PlainImap4(imap4.IMAP4WithTimeout):
     def _create_socket(self, timeout: float | None = None) -> socket.socket:
-        sock = super()._create_socket(timeout)
+        sock: socket.socket = super()._create_socket(timeout)
         watch(sock)  # before the greeting is read
         return sock
 
@@ -34,7 +34,8 @@ class _TlsImap4(tls.IMAP4_TLS):
     def _create_socket(self, timeout: float | None = None) -> socket.socket:
         sock = socket.create_connection((self.host, self.port), timeout=self._timeout if timeout is None else timeout)
         watch(sock)  # before the TLS handshake and the greeting
-        return tls.wrap_socket(sock, self.ssl_context, self.host)
+        wrapped: ssl.SSLSocket = tls.wrap_socket(sock, self.ssl_context, self.host)
+        return wrapped
 
 
 class _WatchedClient(IMAPClient):

@@ -6,6 +6,7 @@
 - `esearch_all` asks for the matching UIDs as one compact set (RFC 4731 ESEARCH).
 - `raw_untagged` sends a command imapclient has no method for (SORT, SEARCH with our own syntax).
 - `take_response_codes` reads and clears the response codes imaplib kept (COPYUID after MOVE).
+- `add_flags_unless_changed` is a conditional STORE (RFC 7162 UNCHANGEDSINCE), which imapclient lacks.
 - `authenticate` runs AUTHENTICATE with a callback that answers each server challenge in turn
   (imapclient's own OAuth logins resend the token where RFC 7628 wants an ending answer).
 
@@ -22,7 +23,7 @@ from typing import Any
 from imapclient import IMAPClient
 from imapclient.response_parser import parse_fetch_response
 
-from imap_mcp.server.imap.uid_sets import compress
+from imap_mcp.server.imap.uid_sets import compress, expand
 
 #: keep each command line well under Dovecot's 64 KB limit
 MAX_SET_CHARS = 16_000
@@ -83,7 +84,8 @@ def fetch(client: IMAPClient, uids: Sequence[int] | str, items: Sequence[str]) -
     uid_set = uids if isinstance(uids, str) else compress(uids)
     wanted = None if isinstance(uids, str) else set(uids)
     found: dict[int, FetchData] = {}
-    first_key = items[0].split("<")[0].replace(".PEEK", "").encode()
+    # the section's name only: servers spell its field list differently (Courier quotes it: ("MESSAGE-ID"))
+    first_key = items[0].split("<")[0].split(" ")[0].replace(".PEEK", "").encode()
     for piece in split_uid_set(uid_set):
         tag = client._imap._command("UID", "FETCH", piece, "(" + " ".join(items) + ")")
         typ, data = client._imap._command_complete("FETCH", tag)
@@ -115,6 +117,21 @@ def take_response_codes(client: IMAPClient, code: str) -> list[bytes]:
     """The `code` response codes (e.g. COPYUID) the connection saw since the last call, and forget them."""
     taken: list[bytes] = client._imap.untagged_responses.pop(code, [])
     return taken
+
+
+def add_flags_unless_changed(client: IMAPClient, uid_set: str, modseq: int, flags: Sequence[bytes]) -> list[int]:
+    """`UID STORE uid_set (UNCHANGEDSINCE modseq) +FLAGS.SILENT (flags)` (RFC 7162): add `flags` to the messages
+    of `uid_set` that no one changed since `modseq`; return the UIDs the server left alone (its MODIFIED set).
+
+    The modifier also enables CONDSTORE for the rest of the session: later FETCH answers carry MODSEQ, which
+    `fetch` parses like any other item.
+    """
+    take_response_codes(client, "MODIFIED")
+    flag_list = b"(" + b" ".join(flags) + b")"
+    client._command_and_check(
+        "store", uid_set, f"(UNCHANGEDSINCE {modseq})".encode(), b"+FLAGS.SILENT", flag_list, uid=True
+    )
+    return [uid for code in take_response_codes(client, "MODIFIED") for uid in expand(code.decode("ascii"))]
 
 
 def authenticate(client: IMAPClient, mechanism: str, answer: Callable[[bytes], str]) -> None:

@@ -39,6 +39,7 @@ from imap_mcp.server.errors import MailboxError
 from imap_mcp.server.imap.connection import close, connect
 from imap_mcp.server.imap.deadline import Deadline, watch
 from imap_mcp.server.imap.failures import LIBRARY_ERRORS, explain, server_text
+from imap_mcp.server.imap.uidvalidity import settle
 
 T = TypeVar("T")
 
@@ -51,6 +52,8 @@ CONNECTION_ERRORS: tuple[type[BaseException], ...] = (
     EOFError,
     BrokenPipeError,
 )
+#: what opening a connection raises when it fails: a refusal, or one of the library's errors
+_OPEN_ERRORS: tuple[type[Exception], ...] = (MailboxError, *LIBRARY_ERRORS)
 
 
 class NoSuchMailbox(MailboxError):
@@ -80,6 +83,7 @@ Operation = Callable[[IMAPClient], T] | InMailbox[T]
 def examine(client: IMAPClient, mailbox: str) -> Examined:
     """EXAMINE `mailbox` (read-only: no read here can set \\Seen) and return its UIDVALIDITY."""
     try:
+        settle(client, mailbox)
         response = client.select_folder(mailbox, readonly=True)
     except imaplib.IMAP4.abort:
         raise  # the connection dropped (a connection error, retried): not a mailbox that cannot be opened
@@ -245,7 +249,7 @@ class ImapPool:
     def _open_within(self, deadline: Deadline) -> _Connection:
         try:
             return self._open()
-        except (MailboxError, *LIBRARY_ERRORS):
+        except _OPEN_ERRORS:
             if deadline.expired:
                 raise self._too_slow() from None
             raise

@@ -9,6 +9,7 @@ from __future__ import annotations
 import imaplib
 import smtplib
 from collections.abc import Callable
+from typing import Protocol
 
 from imapclient import IMAPClient
 from imapclient.exceptions import IMAPClientError
@@ -53,7 +54,13 @@ def _response(mechanism: str, user: str, token: str, host: str, port: int) -> st
     return xoauth2_response(user, token) if mechanism == "XOAUTH2" else oauthbearer_response(user, token, host, port)
 
 
-def _once_then_end(mechanism: str, response: str) -> Callable[[bytes | None], str]:
+class _Answer(Protocol):
+    """What `smtplib.SMTP.auth` and imapclient's `authenticate` call: the response to a challenge (or to none)."""
+
+    def __call__(self, challenge: bytes | None = None, /) -> str: ...
+
+
+def _once_then_end(mechanism: str, response: str) -> _Answer:
     """The client response once; to the server's error challenge that follows a refusal, the ending answer
     (RFC 7628 section 3.2.3: a single %x01 for OAUTHBEARER; XOAUTH2 servers take an empty one)."""
     sent = False

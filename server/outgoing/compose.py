@@ -20,7 +20,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from email.errors import HeaderParseError
-from email.headerregistry import Address
+from email.headerregistry import Address, Group
 from email.message import EmailMessage
 from email.policy import default as default_policy
 from email.utils import format_datetime
@@ -72,8 +72,8 @@ def parse_address(raw: str, field: str) -> Address:
         header = default_policy.header_factory(field, raw)
     except HEADER_PARSE_ERRORS:
         header = None
-    addresses = header.addresses if header is not None else ()  # type: ignore[attr-defined]
-    groups = header.groups if header is not None else ()  # type: ignore[attr-defined]
+    addresses: tuple[Address, ...] = header.addresses if header is not None else ()
+    groups: tuple[Group, ...] = header.groups if header is not None else ()
     if header is None or header.defects or len(addresses) != 1 or any(g.display_name for g in groups):
         raise AddressError(
             f"The {field} address {raw.strip()[:80]!r} is not one valid email address; give each address as "

@@ -14,12 +14,16 @@ from __future__ import annotations
 import smtplib
 import ssl
 from email.message import EmailMessage
+from typing import TYPE_CHECKING
 
 from imap_mcp.server.config import SmtpSettings
 from imap_mcp.server.errors import OutgoingError
 from imap_mcp.server.oauth.errors import OAuthError
 from imap_mcp.server.oauth.sasl import smtp_login
 from imap_mcp.server.tls import tls_context
+
+if TYPE_CHECKING:
+    from _typeshed import ReadableBuffer
 
 
 class SendFailed(OutgoingError):
@@ -30,13 +34,13 @@ class SendOutcomeUnknown(SendFailed):
     """The whole message went to the server, but its answer never came: it may have been sent."""
 
 
-class _Handover:
+class _Handover(smtplib.SMTP):
     """Remembers whether the whole message was written to the server (the data ending in CRLF.CRLF)."""
 
     handed_over = False
 
-    def send(self, s: bytes | str) -> None:
-        super().send(s)  # type: ignore[misc]
+    def send(self, s: ReadableBuffer | str) -> None:
+        super().send(s)
         if isinstance(s, bytes) and s.endswith(b"\r\n.\r\n"):
             self.handed_over = True
 

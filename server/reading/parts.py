@@ -175,7 +175,7 @@ def body_part(node: Node) -> Part | None:
     if node.subtype == "alternative":
         choices = [found for found in map(body_part, node.children) if found is not None]
         plain = [part for part in choices if part.content_type == "text/plain"]
-        return (plain or choices or [None])[0]
+        return next(iter(plain or choices), None)
     return _first_readable(node.children if node.subtype == "mixed" else node.children[:1])
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from imapclient import IMAPClient
 from imapclient.imapclient import _literal
@@ -47,7 +47,7 @@ def search_string(value: str) -> bytes:
     data = value.encode("utf-8")
     if data.isascii() and not any(byte in data for byte in b"\r\n\x00"):
         return b'"' + data.replace(b"\\", b"\\\\").replace(b'"', b'\\"') + b'"'
-    return _literal(data)
+    return cast(bytes, _literal(data))  # imapclient is untyped; `_literal` subclasses bytes
 
 
 def imap_date(day: dt.date) -> bytes:
@@ -69,6 +69,8 @@ class SearchQuery:
     flagged_only: bool = False
     offset: int = 0
     limit: int = 20
+    #: more search keys, sent as given (e.g. `UNKEYWORD $Keyword`): only ever this server's own atoms
+    extra_keys: tuple[bytes, ...] = ()
 
     def program(self) -> list[bytes]:
         """The IMAP search keys, each value one string; FROM/TO/SUBJECT/TEXT are substrings, dates INTERNALDATE."""
@@ -89,6 +91,7 @@ class SearchQuery:
             keys.append(b"UNSEEN")
         if self.flagged_only:
             keys.append(b"FLAGGED")
+        keys += self.extra_keys
         return keys or [b"ALL"]
 
     @property
@@ -156,12 +159,18 @@ def _summary(examined: Examined, uid: int, data: dict[bytes, Any]) -> MessageSum
     )
 
 
+def summaries(client: IMAPClient, examined: Examined, uids: Sequence[int]) -> list[MessageSummary]:
+    """The summaries of `uids`, in that order; a message expunged meanwhile is left out."""
+    found = fetch(client, uids, SUMMARY_ITEMS) if uids else {}
+    return [_summary(examined, uid, found[uid]) for uid in uids if uid in found]
+
+
 def _search_command(query: SearchQuery) -> list[bytes]:
     """CHARSET (only when a value needs it: a few servers refuse any CHARSET at all), then the keys."""
     return [b"CHARSET", b"UTF-8", *query.program()] if query.charset else query.program()
 
 
-def _matching(client: IMAPClient, query: SearchQuery) -> str | list[int]:
+def matching(client: IMAPClient, query: SearchQuery) -> str | list[int]:
     """The matching UIDs: one compressed set with ESEARCH (RFC 4731), else the plain SEARCH list."""
     if client.has_capability("ESEARCH"):
         return esearch_all(client, _search_command(query))
@@ -170,11 +179,11 @@ def _matching(client: IMAPClient, query: SearchQuery) -> str | list[int]:
 
 def _newest_first_by_date(client: IMAPClient, query: SearchQuery) -> list[int]:
     """Matching UIDs in REVERSE ARRIVAL order, for a server without SORT: SEARCH, then INTERNALDATE of each."""
-    matching = _matching(client, query)
-    if not matching:
+    found = matching(client, query)
+    if not found:
         return []
-    dates = fetch(client, matching, ["INTERNALDATE"])
-    uids = expand(matching) if isinstance(matching, str) else matching
+    dates = fetch(client, found, ["INTERNALDATE"])
+    uids = expand(found) if isinstance(found, str) else found
 
     return sorted(uids, key=lambda uid: (-_timestamp(dates.get(uid, {})), -uid))
 
@@ -236,10 +245,6 @@ def search_page(
         search_key = (tuple(query.program()), query.charset)
         ordered = cache.ordered(client, examined.mailbox, search_key, lambda: newest_first(client, query))
     page = page_of(client, ordered, query.offset, query.limit)
-    found = fetch(client, page, SUMMARY_ITEMS) if page else {}
     return SearchPage(
-        mailbox=examined.mailbox,
-        total=len(ordered),
-        offset=query.offset,
-        messages=[_summary(examined, uid, found[uid]) for uid in page if uid in found],
+        mailbox=examined.mailbox, total=len(ordered), offset=query.offset, messages=summaries(client, examined, page)
     )

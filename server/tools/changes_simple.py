@@ -97,5 +97,9 @@ def register(mcp: MCPServer, pool: ImapPool) -> None:
         saved = await on_mailbox(pool, lambda c: append_draft(c, message), retry=False)
         uid_part = (saved.uid,) if saved.uid else ()
         log_change("save_draft", saved.mailbox, uid_part)
-        draft_id = encode_id(MessageRef(saved.mailbox, saved.uidvalidity, saved.uid)) if saved.uid else None
+        draft_id = (
+            encode_id(MessageRef(saved.mailbox, saved.uidvalidity, saved.uid))
+            if saved.uid and saved.uidvalidity is not None
+            else None
+        )
         return DraftSaved(mailbox=saved.mailbox, id=draft_id)

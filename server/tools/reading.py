@@ -52,6 +52,8 @@ MAX_MAX_CHARS = 200_000
 SearchText = Annotated[
     str | None, Field(min_length=1, max_length=500, pattern=r"^[^\x00-\x1f\x7f]*$", description="Substring to match.")
 ]
+#: the page size of every tool that lists messages in pages (search_messages, list_new_messages)
+PageLimit = Annotated[int, Field(ge=1, le=100, description="Page size, 1 to 100.")]
 MessageId = Annotated[
     str | None, Field(description="The message id (imap.…) that search_messages or another tool returned.")
 ]
@@ -169,7 +171,7 @@ def register_search(mcp: MCPServer, pool: ImapPool) -> None:
         unread_only: Annotated[bool, Field(description="Only messages not marked read.")] = False,
         flagged_only: Annotated[bool, Field(description="Only flagged (starred) messages.")] = False,
         offset: Annotated[int, Field(ge=0, description="How many of the newest matches to skip (paging).")] = 0,
-        limit: Annotated[int, Field(ge=1, le=100, description="Page size, 1 to 100.")] = 20,
+        limit: PageLimit = 20,
     ) -> SearchPage:
         query = _search_query(sender, to, subject, text, since, before, unread_only, flagged_only, offset, limit)
         return await read(pool, mailbox, functools.partial(search_page, query=query, cache=order_cache))

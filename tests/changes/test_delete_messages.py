@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio
 import pytest
-from harness import Account, Person, error_text, message_ids, pool_without, served
+from harness import Account, Person, answer, ask, error_text, message_ids, pool_without, served, structured
 
 from imap_mcp.server.demo.sample_mail import sample_messages
 
@@ -96,7 +97,7 @@ async def test_the_dialog_for_deleting_a_mailbox_shows_its_name_and_message_coun
 async def test_the_dialog_for_deleting_a_mailbox_says_mail_arriving_meanwhile_goes_too(account: Account) -> None:
     """IMAP cannot stop delivery between the last check and DELETE: the person is told, not promised otherwise."""
     person = Person(action="cancel")
-    await call(account, "manage_mailbox", {"action": "delete", "mailbox": "Archive"}, person)
+    await call(account, "manage_mailbox", {"action": "delete", "mailbox": account.mailbox("Archive")}, person)
     assert "Mail delivered into it while it is being deleted is deleted with it" in person.shown[0]
 
 
@@ -192,3 +193,17 @@ async def test_fifty_thousand_ids_of_which_two_exist_ask_about_two_and_report_th
     assert len(person.shown) == 1 and "Permanently delete 2 messages" in person.shown[0]
     assert content["count"] == 2 and content["ids"] == existing  # type: ignore[index]
     assert content["missing_ids"] == unknown  # type: ignore[index]
+
+
+async def test_an_approved_delete_into_a_trash_no_client_has_opened_still_runs_a_second_later(
+    account: Account,
+) -> None:
+    """Courier fixes a mailbox's UIDVALIDITY only at its first read-write SELECT (before that, STATUS answers
+    with the current time): the approval pins the Trash, so the server must be made to commit before asking."""
+    ids = message_ids(account, "INBOX")[:1]
+    async with served(account, mode="2026-07-28", elicitation_callback=Person()) as client:
+        question = await ask(client, "delete_messages", {"ids": ids})
+        await anyio.sleep(1.1)  # into the next second, when an uncommitted UIDVALIDITY has moved on
+        result = await answer(client, "delete_messages", {"ids": ids}, question.request_state)
+        await anyio.sleep(1.1)
+        assert structured(result)["new_ids"] == message_ids(account, "Trash")

@@ -5,73 +5,55 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from harness import Account, Person, served
-from mcp import Client
+from harness import Account, Person, guarded_client, mailbox_names
 from mcp.types import CallToolResult, ElicitResult, InputRequiredResult
-
-from imap_mcp.protocol import Guard
-from imap_mcp.sealing import KeyRing
 
 pytestmark = pytest.mark.anyio
 
 
-def names(account: Account) -> set[str]:
-    client = account.imap()
-    try:
-        return {name for _, _, name in client.list_folders()}
-    finally:
-        client.logout()
-
-
-def client_for(account: Account, person: Person | None = None) -> Client:
-    options: dict[str, Any] = {"elicitation_callback": person} if person else {}
-    guard = Guard(KeyRing(["m" * 40]), elicitation=True)
-    return served(account, guard=guard, mode="2026-07-28", **options)
-
-
 async def test_create_runs_at_once_without_asking(account: Account) -> None:
     person = Person()
-    async with client_for(account, person) as client:
+    async with guarded_client(account, person) as client:
         args = account.on_server({"action": "create", "mailbox": "Receipts/2026"})
         result = await client.call_tool("manage_mailbox", args)
     assert result.structured_content["approved_by"] == "not needed" and person.shown == []  # type: ignore[index]
-    assert account.mailbox("Receipts/2026") in names(account)
+    assert account.mailbox("Receipts/2026") in mailbox_names(account)
 
 
 async def test_rename_takes_the_token_even_where_a_dialog_could_be_shown(account: Account) -> None:
     person = Person()
     args = account.on_server({"action": "rename", "mailbox": "Projects/Entwürfe", "new_name": "Projects/Drafts"})
-    async with client_for(account, person) as client:
+    async with guarded_client(account, person) as client:
         first = await client.call_tool("manage_mailbox", args)
-        assert args["mailbox"] in names(account)
+        assert args["mailbox"] in mailbox_names(account)
         token = first.structured_content["confirm_token"]  # type: ignore[index]
         done = await client.call_tool("manage_mailbox", {**args, "confirm_token": token})
     assert person.shown == [] and done.structured_content["approved_by"] == "token"  # type: ignore[index]
-    assert args["new_name"] in names(account) and args["mailbox"] not in names(account)
+    assert args["new_name"] in mailbox_names(account) and args["mailbox"] not in mailbox_names(account)
 
 
 async def test_delete_asks_and_then_deletes(account: Account) -> None:
     person = Person()
-    async with client_for(account, person) as client:
+    async with guarded_client(account, person) as client:
         args = account.on_server({"action": "delete", "mailbox": "Projects/Entwürfe"})
         result = await client.call_tool("manage_mailbox", args)
     assert result.structured_content["approved_by"] == "dialog" and len(person.shown) == 1  # type: ignore[index]
-    assert account.mailbox("Projects/Entwürfe") not in names(account)
+    assert account.mailbox("Projects/Entwürfe") not in mailbox_names(account)
 
 
 async def test_a_parent_mailbox_can_be_deleted_once_its_children_are(account: Account) -> None:
-    async with client_for(account, Person()) as client:
+    async with guarded_client(account, Person()) as client:
         for mailbox in ("Projects/Entwürfe", "Projects"):
             result = await client.call_tool(
                 "manage_mailbox", account.on_server({"action": "delete", "mailbox": mailbox})
             )
             assert result.structured_content["status"] == "done", result.content  # type: ignore[index]
-    assert not {account.mailbox("Projects"), account.mailbox("Projects/Entwürfe")} & names(account)
+    assert not {account.mailbox("Projects"), account.mailbox("Projects/Entwürfe")} & mailbox_names(account)
 
 
 async def test_mail_arriving_after_the_question_voids_the_approval(account: Account) -> None:
     args = account.on_server({"action": "delete", "mailbox": "Archive"})
-    async with client_for(account, Person()) as client:
+    async with guarded_client(account, Person()) as client:
         asked = await client.session.call_tool("manage_mailbox", args, allow_input_required=True)
         assert isinstance(asked, InputRequiredResult)
         direct = account.imap()
@@ -85,7 +67,7 @@ async def test_mail_arriving_after_the_question_voids_the_approval(account: Acco
         isinstance(again, InputRequiredResult)
         and "the 2 messages in it" in again.input_requests["approval"].params.message
     )  # type: ignore[union-attr]
-    assert account.mailbox("Archive") in names(account)
+    assert account.mailbox("Archive") in mailbox_names(account)
 
 
 @pytest.mark.parametrize(
@@ -108,7 +90,7 @@ async def test_impossible_requests_are_refused_before_anyone_is_asked(
     person = Person()
     said = said.replace("{Projects/Entwürfe}", account.mailbox("Projects/Entwürfe"))
     said = said.replace("{Projects}", account.mailbox("Projects"))
-    async with client_for(account, person) as client:
+    async with guarded_client(account, person) as client:
         result: CallToolResult = await client.call_tool("manage_mailbox", account.on_server(args))
     assert result.is_error and said in result.content[0].text and person.shown == []  # type: ignore[union-attr]
-    assert names(account) >= {account.mailbox(name) for name in ("Archive", "Projects", "Projects/Entwürfe")}
+    assert mailbox_names(account) >= {account.mailbox(name) for name in ("Archive", "Projects", "Projects/Entwürfe")}

@@ -30,7 +30,7 @@ HUB_DIR = Path(__file__).parent
 NODE = HUB_DIR / "node_modules" / ".bin" / "node"
 HUB_PACKAGE = HUB_DIR / "node_modules" / "mcp-hub"
 HUB_ENTRY = HUB_PACKAGE / "dist" / "cli.js"
-START_TIMEOUT_S = 30.0
+START_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 10.0
 
 

@@ -11,11 +11,9 @@ import datetime as dt
 from typing import Any
 
 import pytest
-from harness import Account, Person, error_text, new_account, served, structured
+from harness import Account, Person, error_text, guarded_client, new_account, served, structured
 from imapclient import IMAPClient
 
-from imap_mcp.protocol import Guard
-from imap_mcp.sealing import KeyRing
 from imap_mcp.server.config import ImapSettings
 from imap_mcp.server.imap.connection import connect
 from imap_mcp.server.imap.pool import ImapPool
@@ -120,8 +118,7 @@ async def test_a_new_name_outside_the_namespaces_is_refused_saying_what_the_serv
     empty_account: Account,
 ) -> None:
     account = empty_account
-    guard = Guard(KeyRing(["m" * 40]), elicitation=True)
-    async with served(account, guard=guard, mode="2026-07-28") as client:
+    async with guarded_client(account) as client:
         create = await client.call_tool("manage_mailbox", {"action": "create", "mailbox": "Receipts/2026"})
         rename = await client.call_tool(
             "manage_mailbox", {"action": "rename", "mailbox": "INBOX.Archive", "new_name": "Old"}
@@ -170,8 +167,7 @@ async def test_a_mailbox_deleted_created_and_deleted_again_within_a_second_is_go
     """Cyrus refuses the second DELETE within the same second ('already exists'); imap-mcp retries it once."""
     account = empty_account
     name = account.mailbox("Flash")
-    guard = Guard(KeyRing(["m" * 40]), elicitation=True)
-    async with served(account, guard=guard, mode="2026-07-28", elicitation_callback=Person()) as client:
+    async with guarded_client(account, Person()) as client:
         for _ in range(2):
             structured(await client.call_tool("manage_mailbox", {"action": "create", "mailbox": name}))
             deleted = structured(await client.call_tool("manage_mailbox", {"action": "delete", "mailbox": name}))

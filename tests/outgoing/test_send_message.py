@@ -13,7 +13,6 @@ from mcp import Client
 from mcp.types import CallToolResult, ElicitResult, InputRequiredResult
 from smtp_capture import SENDER, CaptureSMTP, Gate
 
-from imap_mcp.server.app import build_server
 from imap_mcp.server.config import Settings, load_settings
 
 pytestmark = pytest.mark.anyio
@@ -232,8 +231,7 @@ async def test_without_uidplus_a_replay_after_the_send_still_sends_nothing_more(
 ) -> None:
     """No APPENDUID: Sent is checked before sending and the copy filed after it (concurrency not excluded)."""
     pool = pool_without(account, capabilities=("UIDPLUS",))
-    server = build_server(load_settings(sending_env), pool=pool)  # type: ignore[arg-type]
-    async with Client(server, mode="2026-07-28") as client:
+    async with served(load_settings(sending_env), pool=pool, mode="2026-07-28") as client:
         pending = structured(await client.call_tool("send_message", MESSAGE))
         confirmed = {**MESSAGE, "confirm_token": pending["confirm_token"]}
         sent = structured(await client.call_tool("send_message", confirmed))
@@ -315,8 +313,7 @@ async def test_an_account_without_a_sent_mailbox_asks_no_one_and_says_why(
     account: Account, sending_env: dict[str, str], smtp: CaptureSMTP, person: Person
 ) -> None:
     pool = pool_without(account, mailboxes=("Sent",))
-    server = build_server(load_settings(sending_env), pool=pool)  # type: ignore[arg-type]
-    async with Client(server, mode="2026-07-28", elicitation_callback=person) as client:
+    async with served(load_settings(sending_env), pool=pool, mode="2026-07-28", elicitation_callback=person) as client:
         result = await client.call_tool("send_message", MESSAGE)
     assert "Nothing was sent: The account has no Sent mailbox" in error_text(result)
     assert person.shown == [] and smtp.messages == []

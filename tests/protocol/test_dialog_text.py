@@ -17,15 +17,11 @@ import unicodedata
 from email.headerregistry import Address
 
 import pytest
-from harness import Account, Person, error_text
+from harness import Account, Person, error_text, guarded_client, mailbox_names
 from hypothesis import given
 from hypothesis import strategies as st
-from mcp import Client
 
-from imap_mcp.protocol import Guard
 from imap_mcp.protocol.texts import SHOWN_MAX, needs_escape, shown
-from imap_mcp.sealing import KeyRing
-from imap_mcp.server.app import build_server
 from imap_mcp.server.changes.folders import PlannedFolderChange
 from imap_mcp.server.changes.messages import PlannedMessageChange
 from imap_mcp.server.changes.questions import delete_mailbox_request, message_change_request, rename_mailbox_request
@@ -131,24 +127,10 @@ HOSTILE_NAMES = [
 ]
 
 
-def client_for(account: Account, person: Person | None = None) -> Client:
-    guard = Guard(KeyRing(["d" * 40]), elicitation=True)
-    options = {"elicitation_callback": person} if person else {}
-    return Client(build_server(account.settings(), guard=guard), mode="2026-07-28", **options)  # type: ignore[arg-type]
-
-
-def mailbox_names(account: Account) -> set[str]:
-    client = account.imap()
-    try:
-        return {name for _, _, name in client.list_folders()}
-    finally:
-        client.logout()
-
-
 @pytest.mark.anyio
 async def test_creating_or_renaming_a_mailbox_to_a_name_that_could_forge_a_dialog_is_refused(account: Account) -> None:
     before = mailbox_names(account)
-    async with client_for(account) as client:
+    async with guarded_client(account) as client:
         for name in HOSTILE_NAMES:
             created = await client.call_tool("manage_mailbox", {"action": "create", "mailbox": name})
             assert "not allowed in a new mailbox name" in error_text(created), ascii(name)
@@ -171,7 +153,7 @@ async def test_a_name_made_by_another_mail_client_is_shown_escaped(account: Acco
     finally:
         other.logout()
     person = Person(action="decline")
-    async with client_for(account, person) as client:
+    async with guarded_client(account, person) as client:
         await client.call_tool("manage_mailbox", {"action": "delete", "mailbox": name})
     [question] = person.shown
     first_line = question.splitlines()[0]

@@ -13,15 +13,13 @@ import base64
 from typing import Any
 
 import pytest
-from harness import structured
+from harness import served, structured
 from hypothesis import given
 from hypothesis import strategies as st
-from mcp import Client
 from mcp.types import ElicitResult, InputRequiredResult
 from smtp_capture import SENDER, CaptureSMTP
 
 from imap_mcp.sealing import CLOCK_SKEW, BadSeal, Claim, KeyRing, Sealer, SealError, SealExpired
-from imap_mcp.server.app import build_server
 from imap_mcp.server.config import load_settings
 
 KEY = "k" * 16 + "-one-spelling-0123456789"
@@ -165,8 +163,8 @@ def state_spellings(state: str) -> list[str]:
 async def test_every_spelling_of_one_confirm_token_sends_one_message(account: Any) -> None:
     before = sent_mailbox_census(account)
     with CaptureSMTP(auth=(account.username, account.password)) as smtp:
-        server = build_server(load_settings(account.env(**smtp.env(), SMTP_FROM=SENDER)))
-        async with Client(server, mode="2026-07-28") as client:
+        settings = load_settings(account.env(**smtp.env(), SMTP_FROM=SENDER))
+        async with served(settings, mode="2026-07-28") as client:
             token = structured(await client.call_tool("send_message", MESSAGE))["confirm_token"]
             sent = structured(await client.call_tool("send_message", {**MESSAGE, "confirm_token": token}))
             outcomes = []
@@ -183,8 +181,8 @@ async def test_every_spelling_of_one_confirm_token_sends_one_message(account: An
 async def test_every_spelling_of_one_approved_state_sends_one_message(account: Any) -> None:
     before = sent_mailbox_census(account)
     with CaptureSMTP(auth=(account.username, account.password)) as smtp:
-        server = build_server(load_settings(account.env(**smtp.env(), SMTP_FROM=SENDER)))
-        async with Client(server, mode="2026-07-28", elicitation_callback=lambda *_: None) as client:
+        settings = load_settings(account.env(**smtp.env(), SMTP_FROM=SENDER))
+        async with served(settings, mode="2026-07-28", elicitation_callback=lambda *_: None) as client:
             asked = await client.session.call_tool("send_message", MESSAGE, allow_input_required=True)
             assert isinstance(asked, InputRequiredResult) and asked.request_state
             retry = {"input_responses": YES, "allow_input_required": True}
