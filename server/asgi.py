@@ -29,5 +29,5 @@ def create_app(env: Mapping[str, str] | None = None) -> ASGIApp:
     setup_logging()
     accounts = load_or_exit(load_accounts, env)
     app = load_or_exit(functools.partial(accounts_http_app, accounts), env)
-    announce(accounts)
+    announce(accounts, http=True)
     return app

@@ -25,9 +25,13 @@ def build_guard(settings: Settings, principal: PrincipalHook = authenticated_pri
     return Guard(ring, elicitation=settings.elicitation, principal=principal)
 
 
-def start_lines(settings: Settings) -> list[str]:
-    """What the server says once at start about how it asks (each becomes one `imap-mcp: ...` line)."""
-    lines = [] if settings.seal_keys else [EPHEMERAL_KEY_LINE]
+def start_lines(settings: Settings, http: bool) -> list[str]:
+    """What the server says once at start about how it asks (each becomes one `imap-mcp: ...` line).
+
+    The random-key warning only over HTTP, where replicas and restarts share clients; a stdio
+    process is its client's only server, and a restart loses nothing a person would miss.
+    """
+    lines = [EPHEMERAL_KEY_LINE] if http and not settings.seal_keys else []
     if not settings.elicitation:
         lines.append(ELICITATION_OFF_LINE)
     return lines

@@ -37,7 +37,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from imap_mcp.server.config import ConfigError, Secret
+from imap_mcp.server.config import ConfigError, Secret, is_loopback
 
 LOCAL_HOSTS = ("localhost", "127.0.0.1", "[::1]")
 MIN_TOKEN_LENGTH = 16
@@ -58,6 +58,8 @@ class HttpSettings:
     auth_tokens: tuple[Secret, ...] = field(default=(), repr=False)
     #: IMAP_MCP_LEGACY_HTTP: how 2025-11-25 HTTP clients are served
     legacy_http: LegacyHttpMode = "session"
+    #: IMAP_MCP_ALLOW_UNAUTHENTICATED: serve a non-loopback address without tokens (a gateway authenticates)
+    allow_unauthenticated: bool = False
     #: 2025-11-25 sessions one caller (a token; everyone, without tokens) may hold open at once
     sessions_per_caller: int = 32
     #: a 2025-11-25 session ends after this many seconds without a request in flight
@@ -85,7 +87,26 @@ def load_http_settings(env: Mapping[str, str]) -> HttpSettings:
     legacy = env.get("IMAP_MCP_LEGACY_HTTP", "session")
     if legacy not in ("session", "stateless"):
         raise ConfigError(f"IMAP_MCP_LEGACY_HTTP={legacy!r} is not valid: use session or stateless.")
-    return HttpSettings(allowed_hosts=hosts, auth_tokens=tuple(Secret(t) for t in tokens), legacy_http=legacy)  # type: ignore[arg-type]
+    allow = env.get("IMAP_MCP_ALLOW_UNAUTHENTICATED", "false")
+    if allow not in ("true", "false"):
+        raise ConfigError(f"IMAP_MCP_ALLOW_UNAUTHENTICATED={allow!r} is not valid: use true or false.")
+    return HttpSettings(
+        allowed_hosts=hosts,
+        auth_tokens=tuple(Secret(t) for t in tokens),
+        legacy_http=legacy,  # type: ignore[arg-type]
+        allow_unauthenticated=allow == "true",
+    )
+
+
+def require_authentication_off_loopback(host: str, settings: HttpSettings) -> None:
+    """`ConfigError` when serving `host` would let anyone who reaches it use the mailbox unauthenticated."""
+    if is_loopback(host) or settings.auth_tokens or settings.allow_unauthenticated:
+        return
+    raise ConfigError(
+        f"refusing to serve on {host} without IMAP_MCP_AUTH_TOKENS: anyone who can reach it could use the mailbox. "
+        "Set IMAP_MCP_AUTH_TOKENS (e.g. from: openssl rand -hex 24), or IMAP_MCP_ALLOW_UNAUTHENTICATED=true when a "
+        "gateway in front authenticates every request."
+    )
 
 
 def principal_for_token(token: str) -> str:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Mapping
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-from imap_mcp.server.accounts.loading import Account, Accounts
 from imap_mcp.server.config import ConfigError
-from imap_mcp.server.guard import ELICITATION_OFF_LINE, start_lines
+
+if TYPE_CHECKING:
+    from imap_mcp.server.accounts.loading import Account, Accounts
 
 T = TypeVar("T")
 
@@ -37,13 +38,18 @@ def _account_line(account: Account) -> str:
     return f"account {account.name}: {imap.username} on {imap.host}:{imap.port} ({'; '.join(notes)})"
 
 
-def announce(accounts: Accounts) -> None:
-    """The start lines: warnings, then how the server asks (once each), then one line per account of a file."""
+def announce(accounts: Accounts, http: bool) -> None:
+    """The start lines: warnings, then how the server asks (once each), then one line per account of a file.
+
+    The random-seal-key warning only over HTTP (see `guard.start_lines`).
+    """
+    from imap_mcp.server.guard import ELICITATION_OFF_LINE, start_lines  # here: `check` and `--version` need no SDK
+
     first = accounts.accounts[0].settings
     if accounts.source is None:
-        lines = [*accounts.warnings, *start_lines(first)]
+        lines = [*accounts.warnings, *start_lines(first, http)]
     else:  # the seal keys are the whole server's; ELICITATION is noted per account
-        lines = [*accounts.warnings, *(line for line in start_lines(first) if line != ELICITATION_OFF_LINE)]
+        lines = [*accounts.warnings, *(line for line in start_lines(first, http) if line != ELICITATION_OFF_LINE)]
         lines.extend(_account_line(a) for a in accounts.accounts)
     for line in lines:
         print(f"imap-mcp: {line}", file=sys.stderr)

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import errno
+import socket
+import sys
+
 import anyio
 import uvicorn
 from mcp.server.mcpserver import MCPServer
@@ -52,9 +56,49 @@ def http_app(mcp: MCPServer, settings: HttpSettings | None = None) -> ASGIApp:
     return guarded_app(sdk_http_app(mcp, settings), settings)
 
 
-def serve_app(app: ASGIApp, host: str, port: int) -> None:
-    uvicorn.run(app, host=host, port=port, log_level="warning", lifespan="on")
+class CannotListen(OSError):
+    """The address to serve on cannot be bound; the message is the one line to print."""
 
 
-def run_http(mcp: MCPServer, host: str, port: int, settings: HttpSettings | None = None) -> None:
-    serve_app(http_app(mcp, settings), host, port)
+def mcp_url(host: str, port: int) -> str:
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}{MCP_PATH}"
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A socket listening on host:port, or `CannotListen` saying why (the port is in use, ...)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # not reuse of a port in use: only TIME_WAIT
+        sock.bind((host, port))
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            reason = "the port is already in use: stop what listens there, or choose another --port"
+        else:
+            reason = f"{exc.strerror or exc}: check --host and --port"
+        raise CannotListen(f"cannot listen on {host}:{port}: {reason}.") from None
+    return sock
+
+
+def listen_or_exit(host: str, port: int) -> socket.socket:
+    """`listen()`, or one `imap-mcp: …` line on stderr and exit code 1."""
+    try:
+        return listen(host, port)
+    except CannotListen as exc:
+        print(f"imap-mcp: {exc}", file=sys.stderr)
+        raise SystemExit(1) from None
+
+
+def serve_app(app: ASGIApp, sock: socket.socket) -> None:
+    """Serve `app` on `sock` (from `listen`) until stopped; says where on stderr."""
+    host, port = sock.getsockname()[:2]
+    config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    print(f"imap-mcp: listening on {mcp_url(host, port)}", file=sys.stderr, flush=True)
+    uvicorn.Server(config).run(sockets=[sock])
+
+
+def run_http(mcp: MCPServer, sock: socket.socket, settings: HttpSettings | None = None) -> None:
+    serve_app(http_app(mcp, settings), sock)

@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import socket
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -167,3 +169,28 @@ def sent_copies(account: Account) -> Callable[[str], list[tuple[bytes, ...]]]:
 def person() -> Person:
     """A person who approves every dialog shown to them."""
     return Person()
+
+
+@pytest.fixture
+def silent_port() -> Iterator[int]:
+    """A loopback listener that accepts connections and never says a word."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                held.append(listener.accept()[0])
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield listener.getsockname()[1]
+    finally:
+        stop.set()
+        thread.join()
+        for connection in held:
+            connection.close()
+        listener.close()

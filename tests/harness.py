@@ -173,6 +173,18 @@ def stdio_params(env: dict[str, str]) -> StdioServerParameters:
     return StdioServerParameters(command=sys.executable, args=["-m", "imap_mcp.server", "stdio"], env=env)
 
 
+def run_cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """`imap-mcp ARGS` run to its end, with stdout and stderr as text."""
+    return subprocess.run(
+        [sys.executable, "-m", "imap_mcp.server", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+
+
 def wait_for_port(port: int, process: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -185,8 +197,14 @@ def wait_for_port(port: int, process: subprocess.Popen[bytes], timeout: float = 
 
 
 @contextlib.contextmanager
-def http_server(env: dict[str, str], *args: str, log_path: Path | None = None) -> Iterator[str]:
-    """Run `imap-mcp serve` on a free port; yields its MCP URL.
+def http_server(
+    env: dict[str, str],
+    *args: str,
+    log_path: Path | None = None,
+    command: tuple[str, ...] = (sys.executable, "-m", "imap_mcp.server"),
+    cwd: Path | None = None,
+) -> Iterator[str]:
+    """Run `imap-mcp serve` (`command serve`) on a free port; yields its MCP URL.
 
     The server's stderr goes to `log_path` (default: a temp file removed afterwards), never to
     a pipe nobody reads, so a chatty server cannot block on a full pipe.
@@ -197,8 +215,9 @@ def http_server(env: dict[str, str], *args: str, log_path: Path | None = None) -
             log_path = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="imap-mcp-log."))) / "stderr.log"
         log = stack.enter_context(open(log_path, "ab"))
         process = subprocess.Popen(
-            [sys.executable, "-m", "imap_mcp.server", "serve", "--port", str(port), *args],
+            [*command, "serve", "--port", str(port), *args],
             env=env,
+            cwd=cwd,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=log,
@@ -374,7 +393,14 @@ def pool_without(
 ALICE_TOKEN = "alice-token-0123456789abcdef"
 BOB_TOKEN = "bob-token-0123456789abcdef"
 #: the tools of a read-only account (and of one without SMTP, the read-only ones among them)
-READ_TOOLS = ["get_attachments", "get_message", "get_server_info", "get_webhook_status", "list_mailboxes", "search_messages"]
+READ_TOOLS = [
+    "get_attachments",
+    "get_message",
+    "get_server_info",
+    "get_webhook_status",
+    "list_mailboxes",
+    "search_messages",
+]
 
 
 def accounts_env(

@@ -7,7 +7,7 @@
 smtplib returns only after the server answered DATA, so a message is recorded by then.
 
 Plain, STARTTLS (`starttls=True`) or implicit TLS (`implicit_tls=True`), with optional AUTH
-PLAIN/LOGIN or XOAUTH2 (`oauth` checks user and bearer token), and failure injection:
+PLAIN/LOGIN or XOAUTH2 and OAUTHBEARER (`oauth` checks user and bearer token), and failure injection:
 `reject_rcpt` refuses those recipients, `fail_data_code` answers DATA with that code. `gate`
 holds every message at DATA until a number of concurrent calls have each either returned or
 reached DATA (see `Gate`).
@@ -134,27 +134,57 @@ class _Handler:
         return "250 2.0.0 OK: queued"
 
 
+def _oauthbearer_user(gs2_header: str) -> str:
+    """The authorization identity of an RFC 7628 GS2 header (`n,a=user,`), its `=2C` and `=3D` decoded."""
+    fields = dict(part.split("=", 1) for part in gs2_header.split(",") if "=" in part)
+    return fields.get("a", "").replace("=2C", ",").replace("=3D", "=")
+
+
 class _OAuthHandler(_Handler):
-    """Also takes AUTH XOAUTH2, answering a refused token as Gmail does: 334 with a JSON error, then 535."""
+    """Also takes AUTH XOAUTH2 and OAUTHBEARER (RFC 7628), checking user and bearer token with `owner.oauth`.
+
+    A refused token is answered as the providers do: 334 with a JSON error, then, after the client's
+    ending answer (anything for XOAUTH2, exactly %x01 for OAUTHBEARER), 535.
+    """
 
     async def auth_XOAUTH2(self, server: SMTP, args: list[str]) -> AuthResult:
+        blob = await self._initial_response(server, args)
+        if blob is None:
+            return AuthResult(success=False, handled=False)
+        fields = dict(part.split("=", 1) for part in blob.decode().split("\x01") if "=" in part)
+        return await self._bearer_login(server, "XOAUTH2", fields.get("user", ""), fields.get("auth", ""))
+
+    async def auth_OAUTHBEARER(self, server: SMTP, args: list[str]) -> AuthResult:
+        blob = await self._initial_response(server, args)
+        if blob is None:
+            return AuthResult(success=False, handled=False)
+        header, *parts = blob.decode().split("\x01")
+        fields = dict(part.split("=", 1) for part in parts if "=" in part)
+        if (
+            not header.startswith("n,")
+            or fields.get("host") != self.owner.host
+            or fields.get("port") != str(self.owner.port)
+        ):
+            return AuthResult(success=False, handled=False)  # not an RFC 7628 response for this server
+        return await self._bearer_login(server, "OAUTHBEARER", _oauthbearer_user(header), fields.get("auth", ""))
+
+    async def _initial_response(self, server: SMTP, args: list[str]) -> bytes | None:
         if len(args) == 1:
             answer = await server.challenge_auth("")
-            if answer is MISSING:
-                return AuthResult(success=False, handled=False)
-            blob = bytes(answer)  # type: ignore[arg-type]
-        else:
-            try:
-                blob = base64.b64decode(args[1], validate=True)
-            except binascii.Error:
-                return AuthResult(success=False, handled=False)
-        fields = dict(part.split("=", 1) for part in blob.decode().split("\x01") if "=" in part)
-        user, bearer = fields.get("user", ""), fields.get("auth", "")
+            return None if answer is MISSING else bytes(answer)  # type: ignore[arg-type]
+        try:
+            return base64.b64decode(args[1], validate=True)
+        except binascii.Error:
+            return None
+
+    async def _bearer_login(self, server: SMTP, mechanism: str, user: str, bearer: str) -> AuthResult:
         assert self.owner.oauth is not None
         self.owner.oauth_attempts += 1
         if bearer.startswith("Bearer ") and self.owner.oauth(user, bearer[7:]):
+            self.owner.oauth_logins.append((mechanism, user))
             return AuthResult(success=True, auth_data=user)
-        await server.challenge_auth('{"status":"401","schemes":"bearer","scope":"https://mail.google.com/"}')
+        ending = await server.challenge_auth('{"status":"invalid_token","schemes":"bearer","scope":"mail"}')
+        self.owner.oauth_endings.append(ending if isinstance(ending, bytes) else None)
         return AuthResult(success=False, handled=False)
 
 
@@ -170,10 +200,14 @@ class CaptureSMTP:
         fail_data_code: int | None = None,
         gate: Gate | None = None,
         oauth: Callable[[str, str], bool] | None = None,
+        oauth_mechanisms: tuple[str, ...] = ("XOAUTH2", "OAUTHBEARER"),
     ) -> None:
         self.host = "127.0.0.1"
         self.oauth = oauth
         self.oauth_attempts = 0
+        #: (mechanism, user) of every accepted OAuth login; the client's answer to each refusal's error challenge
+        self.oauth_logins: list[tuple[str, str]] = []
+        self.oauth_endings: list[bytes | None] = []
         self.port = free_port()
         self.auth = auth
         self.implicit_tls = implicit_tls
@@ -196,7 +230,8 @@ class CaptureSMTP:
         if auth:
             options.update(authenticator=self._authenticate, auth_require_tls=False)
         if oauth:
-            options.update(auth_require_tls=False)
+            hidden = [m for m in ("XOAUTH2", "OAUTHBEARER") if m not in oauth_mechanisms]
+            options.update(auth_require_tls=False, auth_exclude_mechanism=hidden)
         self.controller = Controller((_OAuthHandler if oauth else _Handler)(self), **options)
 
     def _authenticate(

@@ -7,23 +7,12 @@ import subprocess
 import sys
 
 import pytest
-from harness import Account, wait_for_port
+from harness import Account, run_cli, wait_for_port
 from mcp import Client
 
 from imap_mcp.server.demo.dovecot import free_port
 
 pytestmark = pytest.mark.anyio
-
-
-def run_cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "imap_mcp.server", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        stdin=subprocess.DEVNULL,
-    )
 
 
 @pytest.mark.parametrize(
@@ -97,3 +86,20 @@ async def test_demo_serves_the_sample_mailbox() -> None:
         process.terminate()
         process.wait(timeout=15)
     assert process.returncode == 0, process.stderr.read()  # type: ignore[union-attr]
+
+
+def test_version_is_the_package_version() -> None:
+    from importlib.metadata import version
+
+    done = run_cli(dict(os.environ), "--version")
+    assert done.returncode == 0 and done.stdout.strip() == f"imap-mcp {version('imap-mcp')}"
+
+
+def test_each_command_says_what_it_does_and_shows_defaults() -> None:
+    stdio = run_cli(dict(os.environ), "stdio", "--help").stdout
+    assert "stdin/stdout" in stdio and "IMAP_HOST" in stdio
+    serve = " ".join(run_cli(dict(os.environ), "serve", "--help").stdout.split())
+    assert "Streamable HTTP" in serve and "IMAP_MCP_AUTH_TOKENS" in serve
+    assert "(default: 127.0.0.1)" in serve and "(default: 8000)" in serve
+    check = " ".join(run_cli(dict(os.environ), "check", "--help").stdout.split())
+    assert "one line per step" in check and "exit 0" in check

@@ -25,7 +25,9 @@ from imap_mcp.server.imap.failures import LIBRARY_ERRORS, explain
 
 SETTINGS = ImapSettings(host="imap.example", port=993, username="u@imap.example", password=Secret("pw"), timeout=7.5)
 #: exceptions defined in server/ that never reach a tool: startup configuration, the demo's own Dovecot
-NOT_TOOL_ERRORS = {"ConfigError", "DovecotError"}
+#: raised only outside the tools: at start (settings, the demo's Dovecot, the address to listen on) and inside
+#: `imap-mcp check` (a failed step ends that server's check)
+NOT_TOOL_ERRORS = {"ConfigError", "DovecotError", "CannotListen", "StepFailed"}
 
 
 def subclasses(root: type[BaseException]) -> set[type[BaseException]]:

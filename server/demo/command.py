@@ -1,4 +1,8 @@
-"""`imap-mcp demo`: a private Dovecot with sample mail, served over HTTP."""
+"""`imap-mcp demo`: a private Dovecot with sample mail and a local SMTP sink, served over HTTP.
+
+It prints two client entries: HTTP (this process) and stdio (a command and environment that
+start another imap-mcp against the same private Dovecot and SMTP sink, while the demo runs).
+"""
 
 from __future__ import annotations
 
@@ -6,41 +10,97 @@ import json
 import secrets
 import signal
 import sys
+from functools import partial
+from pathlib import Path
 
 from imap_mcp.server.app import build_server
-from imap_mcp.server.config import ImapSettings, Secret, Settings
+from imap_mcp.server.config import ImapSettings, Secret, Settings, SmtpSettings
 from imap_mcp.server.demo.dovecot import Dovecot, DovecotError
-from imap_mcp.server.demo.sample_mail import seed
+from imap_mcp.server.demo.sample_mail import OWNER, seed
+from imap_mcp.server.demo.smtp_sink import HOST as SINK_HOST
+from imap_mcp.server.demo.smtp_sink import SmtpSink
 from imap_mcp.server.imap.connection import close, connect
-from imap_mcp.server.transports import MCP_PATH, run_http
+from imap_mcp.server.transports import listen_or_exit, mcp_url, run_http
 
 DEMO_USER = "demo"
+SENDER = f"Demo <{OWNER}>"
 
 
-def demo_settings(dovecot: Dovecot, password: str) -> Settings:
-    return Settings(
-        imap=ImapSettings(
-            host="127.0.0.1",
-            port=dovecot.tls_port,
-            username=DEMO_USER,
-            password=Secret(password),
-            tls="implicit",
-            ca_file=dovecot.cert_file,
-        )
+def demo_imap(dovecot: Dovecot, password: str) -> ImapSettings:
+    return ImapSettings(
+        host="127.0.0.1",
+        port=dovecot.tls_port,
+        username=DEMO_USER,
+        password=Secret(password),
+        tls="implicit",
+        ca_file=dovecot.cert_file,
     )
 
 
-def connection_help(url: str) -> str:
-    snippet = json.dumps({"mcpServers": {"imap-demo": {"type": "http", "url": url}}}, indent=2)
+def demo_settings(imap: ImapSettings, smtp_port: int) -> Settings:
+    """The demo account, sending through the SMTP sink on `smtp_port`."""
+    smtp = SmtpSettings(
+        host=SINK_HOST, port=smtp_port, username=DEMO_USER, password=imap.password, sender=SENDER, tls="none"
+    )
+    return Settings(imap=imap, smtp=smtp)
+
+
+def settings_env(settings: Settings) -> dict[str, str]:
+    """The environment that gives another imap-mcp process these settings."""
+    imap = settings.imap
+    env = {
+        "IMAP_HOST": imap.host,
+        "IMAP_PORT": str(imap.port),
+        "IMAP_USERNAME": imap.username,
+        "IMAP_PASSWORD": imap.password.reveal(),
+        "IMAP_TLS": imap.tls,
+    }
+    if imap.ca_file:
+        env["IMAP_CA_FILE"] = str(imap.ca_file)
+    if settings.smtp:
+        env.update(
+            SMTP_HOST=settings.smtp.host,
+            SMTP_PORT=str(settings.smtp.port),
+            SMTP_TLS=settings.smtp.tls,
+            SMTP_FROM=settings.smtp.sender,
+        )
+    return env
+
+
+def installed_command() -> list[str]:
+    """How to start this imap-mcp: the `imap-mcp` script beside this Python, else `python -m imap_mcp.server`."""
+    script = Path(sys.executable).parent / "imap-mcp"
+    return [str(script)] if script.is_file() else [sys.executable, "-m", "imap_mcp.server"]
+
+
+def connection_help(url: str, settings: Settings) -> str:
+    http_entry = json.dumps({"mcpServers": {"imap-demo": {"type": "http", "url": url}}}, indent=2)
+    command, *args = installed_command()
+    stdio = {"command": command, "args": [*args, "stdio"], "env": settings_env(settings)}
+    stdio_entry = json.dumps({"mcpServers": {"imap-demo-stdio": stdio}}, indent=2)
+    sink = f"{settings.smtp.host}:{settings.smtp.port}" if settings.smtp else "none"
     return (
         f"imap-mcp demo: serving a sample mailbox at {url}\n"
-        f"  Connect an MCP client to that URL (Streamable HTTP). A client config entry:\n{snippet}\n"
+        f"  Connect an MCP client to that URL (Streamable HTTP). A client config entry:\n{http_entry}\n"
         f"  Claude Code: claude mcp add --transport http imap-demo {url}\n"
+        "  Or let the client start imap-mcp itself (stdio) against this demo's mailbox, while the demo runs:\n"
+        f"{stdio_entry}\n"
+        f"  Sending works: mail goes to a local SMTP sink ({sink}) that delivers it into this demo's INBOX, "
+        "and imap-mcp files its copy in Sent. Nothing leaves this machine.\n"
         "  Press Ctrl-C to stop; the private Dovecot and its mail are removed on exit."
     )
 
 
+def deliver_to_inbox(imap: ImapSettings, raw: bytes) -> None:
+    client = connect(imap)
+    try:
+        client.append("INBOX", raw)
+    finally:
+        close(client)
+
+
 def run_demo(host: str, port: int) -> None:
+    sock = listen_or_exit(host, port)
     password = secrets.token_urlsafe(16)
     try:
         dovecot = Dovecot(users={DEMO_USER: password})
@@ -49,16 +109,18 @@ def run_demo(host: str, port: int) -> None:
         print(f"imap-mcp: {exc}", file=sys.stderr)
         raise SystemExit(1) from None
     try:
-        settings = demo_settings(dovecot, password)
-        client = connect(settings.imap)
+        imap = demo_imap(dovecot, password)
+        client = connect(imap)
         try:
             seed(client)
         finally:
             close(client)
-        mcp = build_server(settings)
-        print(connection_help(f"http://{host}:{port}{MCP_PATH}"), flush=True)
-        # uvicorn re-raises SIGTERM after its graceful shutdown; exit normally so Dovecot is stopped
-        signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-        run_http(mcp, host, port)
+        with SmtpSink(partial(deliver_to_inbox, imap)) as sink:
+            settings = demo_settings(imap, sink.port)
+            mcp = build_server(settings)
+            print(connection_help(mcp_url(host, port), settings), flush=True)
+            # uvicorn re-raises SIGTERM after its graceful shutdown; exit normally so Dovecot is stopped
+            signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+            run_http(mcp, sock)
     finally:
         dovecot.stop()

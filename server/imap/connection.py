@@ -53,6 +53,13 @@ def _where(settings: ImapSettings) -> str:
     return f"{settings.host}:{settings.port} ({settings.tls} TLS)"
 
 
+def _timed_out(settings: ImapSettings, waiting_for: str) -> MailboxUnavailable:
+    return MailboxUnavailable(
+        f"The IMAP server {_where(settings)} did not answer within IMAP_TIMEOUT={settings.timeout:g} s while waiting "
+        f"for {waiting_for}; check IMAP_HOST and IMAP_PORT, or raise IMAP_TIMEOUT for a slow server."
+    )
+
+
 def connect(settings: ImapSettings) -> IMAPClient:
     """A logged-in client, or `MailboxUnavailable` with a message safe to show (never the password)."""
     try:
@@ -63,6 +70,8 @@ def connect(settings: ImapSettings) -> IMAPClient:
             ssl_context=tls_context(settings.ca_file) if settings.tls == "implicit" else None,
             timeout=settings.timeout,
         )
+    except TimeoutError:
+        raise _timed_out(settings, "the connection, its TLS handshake and the IMAP greeting") from None
     except ssl.SSLError as exc:
         raise MailboxUnavailable(
             f"TLS with the IMAP server {_where(settings)} failed ({exc.reason or exc}); check IMAP_TLS, "
@@ -77,7 +86,10 @@ def connect(settings: ImapSettings) -> IMAPClient:
     try:
         if settings.tls == "starttls":
             client.starttls(tls_context(settings.ca_file))
-        _log_in(client, settings)
+        log_in(client, settings)
+    except TimeoutError:
+        _close_quietly(client)
+        raise _timed_out(settings, "STARTTLS and the answer to LOGIN") from None
     except OAuthError as exc:
         _close_quietly(client)
         raise MailboxUnavailable(str(exc)) from None
@@ -101,11 +113,16 @@ def connect(settings: ImapSettings) -> IMAPClient:
     return client
 
 
-def _log_in(client: IMAPClient, settings: ImapSettings) -> None:
+def log_in(client: IMAPClient, settings: ImapSettings) -> str:
+    """Log in as the settings say; returns how: LOGIN, or the SASL mechanism of an OAuth login.
+
+    Raises imapclient's `LoginError` for a refused password and `OAuthError` for OAuth (`connect` and
+    `imap-mcp check` each say what to do).
+    """
     if settings.oauth is None:
         client.login(settings.username, settings.password.reveal())
-    else:
-        imap_login(client, settings.username, settings.oauth, settings.host, settings.port)
+        return "LOGIN"
+    return imap_login(client, settings.username, settings.oauth, settings.host, settings.port)
 
 
 def _close_quietly(client: IMAPClient) -> None:

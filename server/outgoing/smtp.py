@@ -80,18 +80,21 @@ def _open(settings: SmtpSettings) -> _Smtp | _SmtpSsl:
     return connection
 
 
-def _log_in(connection: smtplib.SMTP, settings: SmtpSettings) -> None:
+def log_in(connection: smtplib.SMTP, settings: SmtpSettings) -> str | None:
+    """EHLO, then AUTH as the settings say; returns the OAuth SASL mechanism used, else None (a password login,
+    or none where the server offers no AUTH). Raises smtplib's errors and `OAuthError` (`send` explains them)."""
     connection.ehlo_or_helo_if_needed()
     if settings.oauth is not None:
-        smtp_login(connection, settings.username, settings.oauth, settings.host, settings.port)
-    elif connection.has_extn("auth"):
+        return smtp_login(connection, settings.username, settings.oauth, settings.host, settings.port)
+    if connection.has_extn("auth"):
         connection.login(settings.username, settings.password.reveal())
+    return None
 
 
 def _deliver(settings: SmtpSettings, message: EmailMessage, recipients: list[str]) -> dict[str, str]:
     connection = _open(settings)
     try:
-        _log_in(connection, settings)
+        log_in(connection, settings)
         refused = connection.send_message(message, to_addrs=recipients)
     except smtplib.SMTPResponseException:
         raise  # the server answered: whatever it said is the outcome

@@ -29,6 +29,19 @@ def oauth_dovecot(session_provider: AuthorizationServer) -> Iterator[Dovecot]:
         instance.stop()
 
 
+@pytest.fixture(scope="session")
+def oauthbearer_dovecot(session_provider: AuthorizationServer) -> Iterator[Dovecot]:
+    """Like `oauth_dovecot`, but offering OAUTHBEARER only (no AUTH=XOAUTH2): the later auth_mechanisms wins."""
+    instance = start_dovecot(
+        oauth2_introspection_url=session_provider.introspection_url,
+        extra_config=["auth_mechanisms = plain login oauthbearer"],
+    )
+    try:
+        yield instance
+    finally:
+        instance.stop()
+
+
 @pytest.fixture
 def provider(session_provider: AuthorizationServer) -> Iterator[AuthorizationServer]:
     """The session's authorization server, with this test's changes (rotation, lifetime, outage) undone after."""

@@ -8,7 +8,8 @@ from email.headerregistry import Address
 from pathlib import Path
 
 import pytest
-from harness import Account
+from harness import Account, seeded_account
+from imapclient import IMAPClient
 from oauth_provider import AuthorizationServer
 from smtp_capture import CaptureSMTP
 
@@ -168,3 +169,54 @@ def test_smtp_with_a_revoked_refresh_token_sends_nothing_and_says_sign_in_again(
         _send(_smtp(oauth_env, smtp))
     assert "sign in again with imap-mcp auth" in str(refused.value) and "Nothing was sent" in str(refused.value)
     assert smtp.messages == [] and smtp.oauth_attempts == 0
+
+
+@pytest.mark.parametrize("mechanism", ["xoauth2", "oauthbearer"])
+def test_smtp_sends_with_each_mechanism_checked_at_the_provider(
+    mechanism: str, oauth_env: dict[str, str], oauth_account: Account, provider: AuthorizationServer
+) -> None:
+    with CaptureSMTP(oauth=provider.token_is_active) as smtp:
+        assert _send(_smtp({**oauth_env, "IMAP_OAUTH_MECHANISM": mechanism}, smtp)) == {}
+    assert smtp.oauth_logins == [(mechanism.upper(), oauth_account.username)]
+    assert [e.authenticated for e in smtp.envelopes] == [True]
+
+
+def test_smtp_oauthbearer_ends_a_refused_attempt_and_retries_with_a_refreshed_token(
+    oauth_env: dict[str, str], oauth_account: Account, provider: AuthorizationServer
+) -> None:
+    with CaptureSMTP(oauth=provider.token_is_active) as smtp:
+        settings = _smtp({**oauth_env, "IMAP_OAUTH_MECHANISM": "oauthbearer"}, smtp)
+        assert _send(settings) == {}
+        before = provider.refreshes
+        provider.expire_access_tokens()
+        assert _send(settings) == {}
+    assert smtp.oauth_attempts == 3, "ok, refused, ok with the refreshed token"
+    assert smtp.oauth_endings == [b"\x01"], "RFC 7628: the client ends a refused attempt with a single %x01"
+    assert smtp.oauth_logins == [("OAUTHBEARER", oauth_account.username)] * 2
+    assert provider.refreshes == before + 1
+
+
+def test_smtp_auto_falls_back_to_oauthbearer_where_xoauth2_is_not_offered(
+    oauth_env: dict[str, str], oauth_account: Account, provider: AuthorizationServer
+) -> None:
+    with CaptureSMTP(oauth=provider.token_is_active, oauth_mechanisms=("OAUTHBEARER",)) as smtp:
+        assert _send(_smtp(oauth_env, smtp)) == {}
+    assert smtp.oauth_logins == [("OAUTHBEARER", oauth_account.username)]
+
+
+def test_imap_auto_falls_back_to_oauthbearer_at_a_dovecot_offering_only_oauthbearer(
+    oauthbearer_dovecot: Dovecot, provider: AuthorizationServer
+) -> None:
+    account = seeded_account(oauthbearer_dovecot)
+    env = account.env(**provider.env(), IMAP_OAUTH_REFRESH_TOKEN=provider.sign_in(account.username))
+    del env["IMAP_PASSWORD"]
+    with IMAPClient("127.0.0.1", port=oauthbearer_dovecot.port, ssl=False) as greeted:
+        offered = {c.decode() for c in greeted.capabilities()}  # before the login, as imap-mcp sees them
+    assert "AUTH=OAUTHBEARER" in offered and "AUTH=XOAUTH2" not in offered
+    client = connect(_imap(env))  # IMAP_OAUTH_MECHANISM=auto
+    try:
+        assert "INBOX" in [name for _flags, _sep, name in client.list_folders()]
+    finally:
+        close(client)
+    assert _logins(oauthbearer_dovecot, account.username, "OAUTHBEARER") == 1
+    assert _logins(oauthbearer_dovecot, account.username, "XOAUTH2") == 0
