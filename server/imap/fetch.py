@@ -83,7 +83,8 @@ def fetch(client: IMAPClient, uids: Sequence[int] | str, items: Sequence[str]) -
     uid_set = uids if isinstance(uids, str) else compress(uids)
     wanted = None if isinstance(uids, str) else set(uids)
     found: dict[int, FetchData] = {}
-    first_key = items[0].split("<")[0].replace(".PEEK", "").encode()
+    # up to the first space: servers spell a header list differently (Courier answers `("MESSAGE-ID")`)
+    first_key = items[0].split("<")[0].split(" ")[0].replace(".PEEK", "").encode()
     for piece in split_uid_set(uid_set):
         tag = client._imap._command("UID", "FETCH", piece, "(" + " ".join(items) + ")")
         typ, data = client._imap._command_complete("FETCH", tag)

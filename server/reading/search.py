@@ -168,6 +168,14 @@ def _matching(client: IMAPClient, query: SearchQuery) -> str | list[int]:
     return list(parse_message_list(raw_untagged(client, b"SEARCH", _search_command(query))))
 
 
+def matching_uids(client: IMAPClient, query: SearchQuery) -> list[int]:
+    """Every UID in the selected mailbox matching `query` (`UID SEARCH`), in no promised order."""
+    found = _matching(client, query)
+    if isinstance(found, str):
+        return expand(found) if found else []
+    return found
+
+
 def _newest_first_by_date(client: IMAPClient, query: SearchQuery) -> list[int]:
     """Matching UIDs in REVERSE ARRIVAL order, for a server without SORT: SEARCH, then INTERNALDATE of each."""
     matching = _matching(client, query)

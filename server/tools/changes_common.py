@@ -13,6 +13,10 @@ from imap_mcp.server.imap.lookup import MessageSelection, resolve_selections
 from imap_mcp.server.imap.uid_sets import compress
 from imap_mcp.server.logs import get_logger
 from imap_mcp.server.tools.errors import refusals
+from imap_mcp.server.tools.queries import MessageQuery
+
+#: the most ids a change result lists per list (counts stay exact); a large change is told in counts and ranges
+LISTED_IDS_MAX = 100
 
 
 def changing(title: str, *, destructive: bool, idempotent: bool) -> ToolAnnotations:
@@ -46,6 +50,25 @@ def one_mailbox(
             "Change one mailbox's messages per call."
         )
     return groups[0]
+
+
+def chosen_by_query(
+    query: MessageQuery | None, ids: Sequence[str] | None, mailbox: str | None, uids: Sequence[int] | None
+) -> MessageQuery | None:
+    """`query` when the call names its messages by search; None when by ids; a `ToolError` for both."""
+    if query is None:
+        return None
+    if ids or mailbox is not None or uids:
+        raise ToolError(
+            "Give either ids (or the deprecated mailbox + uids) or query, not both: query chooses the messages "
+            "itself, in query.mailbox."
+        )
+    return query
+
+
+def listed(uids: Sequence[int]) -> Sequence[int]:
+    """The first `LISTED_IDS_MAX` of `uids`: what a result lists of a large change."""
+    return uids[:LISTED_IDS_MAX]
 
 
 def text_result(text: str, model: BaseModel, is_error: bool = False) -> CallToolResult:

@@ -96,7 +96,7 @@ async def test_the_dialog_for_deleting_a_mailbox_shows_its_name_and_message_coun
 async def test_the_dialog_for_deleting_a_mailbox_says_mail_arriving_meanwhile_goes_too(account: Account) -> None:
     """IMAP cannot stop delivery between the last check and DELETE: the person is told, not promised otherwise."""
     person = Person(action="cancel")
-    await call(account, "manage_mailbox", {"action": "delete", "mailbox": "Archive"}, person)
+    await call(account, "manage_mailbox", account.on_server({"action": "delete", "mailbox": "Archive"}), person)
     assert "Mail delivered into it while it is being deleted is deleted with it" in person.shown[0]
 
 

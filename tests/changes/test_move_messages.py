@@ -127,7 +127,7 @@ async def test_a_copy_whose_messages_are_all_in_the_destination_is_answered_with
     account: Account, mode: str
 ) -> None:
     ids = message_ids(account, "INBOX")[:2]
-    args = {"ids": ids, "destination": "Archive", "mode": "copy"}
+    args = account.on_server({"ids": ids, "destination": "Archive", "mode": "copy"})
     first, again = Person(), Person()
     async with served(account, mode=mode, elicitation_callback=first) as client:
         assert (await client.call_tool("move_messages", args)).structured_content["count"] == 2  # type: ignore[index]
