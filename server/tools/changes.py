@@ -30,7 +30,9 @@ from imap_mcp.server.tools.changes_common import (
     chosen_by_query,
     listed,
     log_change,
+    log_stopped,
     one_mailbox_off_loop,
+    progress_between_batches,
     text_result,
 )
 from imap_mcp.server.tools.deprecated import DeprecatedMailbox, DeprecatedUids
@@ -54,8 +56,10 @@ ConfirmToken = Annotated[
 
 
 class MessageChange(BaseModel):
-    status: Literal["done", "nothing_to_do", "in_progress", "confirmation_required"] = Field(
-        description="done: the change ran; nothing_to_do: nothing was left to change (the messages were gone "
+    status: Literal["done", "nothing_to_do", "in_progress", "confirmation_required", "stopped"] = Field(
+        description="done: the change ran; stopped: the call was cancelled between batches, count messages were "
+        "changed and not_run_count were not (repeat the call to be asked about the rest); nothing_to_do: "
+        "nothing was left to change (the messages were gone "
         "by the time it ran, a copy found them all in the destination already, or a query matched nothing); "
         "in_progress: another attempt "
         "of this same approved change is running it right now, this call changed nothing (repeat it later to "
@@ -79,6 +83,7 @@ class MessageChange(BaseModel):
     missing_count: int = Field(default=0, description="How many messages did not exist (exact).")
     already_present_count: int = Field(default=0, description="How many were not copied again (exact).")
     new_count: int = Field(default=0, description="How many new ids the destination reported (exact).")
+    not_run_count: int = Field(default=0, description="stopped only: how many messages were not changed.")
     rest: str | None = Field(
         default=None,
         description=f"Set when an id list was cut at {LISTED_IDS_MAX} ids (the counts stay exact): how to get "
@@ -176,7 +181,10 @@ async def change_messages(
     claim_lifetime = lifetime(pool.settings.timeout)
     with refusals():
         try:
-            report = await pool.run(lambda c: execute_message_change(c, target, claim_lifetime), retry=False)
+            after_batch = progress_between_batches(ctx, request.summary)
+            report = await pool.run(
+                lambda c: execute_message_change(c, target, claim_lifetime, after_batch), retry=False
+            )
         except ChangeInProgress as exc:  # not a failure: another attempt is doing it
             return text_result(
                 f"Nothing was changed by this call: {exc}. Repeat the call to learn the outcome.",
@@ -194,10 +202,12 @@ async def change_messages(
             )
     if report.done:
         log_change(operation, target.source, report.done, channel.value, target.destination)
+    if report.not_run:
+        log_stopped(operation, target.source, len(report.done), len(report.not_run))
     missing = absent + report.missing
     new_uids = tuple(report.new_uids.values())
     outcome = MessageChange(
-        status="done" if report.done else "nothing_to_do",
+        status="stopped" if report.not_run else "done" if report.done else "nothing_to_do",
         operation=operation,
         mailbox=target.source,
         destination=target.destination,
@@ -209,6 +219,7 @@ async def change_messages(
         missing_count=len(missing),
         already_present_count=len(report.already_present),
         new_count=len(new_uids),
+        not_run_count=len(report.not_run),
         approved_by=channel.value,
     )
     outcome.rest = _rest(outcome, report.done)
@@ -278,6 +289,12 @@ def _nothing_to_copy(
 def _describe(summary: str, outcome: MessageChange, new_uids: tuple[int, ...]) -> str:
     if outcome.status == "nothing_to_do":
         text = f"Nothing was changed ({summary})."
+    elif outcome.status == "stopped":
+        text = (
+            f"Stopped because the call was cancelled ({outcome.approved_by}): {summary}. Changed "
+            f"{outcome.count} message(s); {outcome.not_run_count} were not changed (repeat the call to be asked "
+            "about them)."
+        )
     else:
         text = f"Done ({outcome.approved_by}): {summary}. Changed {outcome.count} message(s)."
     if outcome.already_present_count:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-from anyio import to_thread
+import anyio
+from anyio import from_thread, to_thread
+from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel
@@ -71,6 +73,22 @@ def listed(uids: Sequence[int]) -> Sequence[int]:
     return uids[:LISTED_IDS_MAX]
 
 
+def progress_between_batches(ctx: Context, doing: str) -> Callable[[int, int], bool]:
+    """For a change running in a worker thread, told after each batch: a progress notification (sent only
+    when the client passed a progress token), and whether to go on: False once the call is cancelled."""
+    cancelled = anyio.get_cancelled_exc_class()
+
+    def after_batch(done: int, total: int) -> bool:
+        try:
+            from_thread.check_cancelled()
+            from_thread.run(ctx.report_progress, done, total, f"{doing}: {done} of {total} messages")
+        except cancelled:
+            return False
+        return True
+
+    return after_batch
+
+
 def text_result(text: str, model: BaseModel, is_error: bool = False) -> CallToolResult:
     """A result whose text is written for the model and whose structured content is `model`."""
     return CallToolResult(
@@ -91,3 +109,14 @@ def log_change(
     where = f"mailbox={mailbox!r}" + (f" destination={destination!r}" if destination else "")
     uid_part = f" uids={compress(uids)} count={len(uids)}" if uids else ""
     get_logger().info("change: %s %s%s approved_by=%s", operation, where, uid_part, approved_by)
+
+
+def log_stopped(operation: str, mailbox: str, done: int, not_run: int) -> None:
+    """The stderr line of a change stopped between batches because its call was cancelled."""
+    get_logger().info(
+        "change: %s mailbox=%r stopped by cancellation after %d message(s); %d not changed",
+        operation,
+        mailbox,
+        done,
+        not_run,
+    )

@@ -7,9 +7,22 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from harness import Account, Person, answer, append_message, ask, error_text, message_ids, served, structured
+from harness import (
+    Account,
+    Person,
+    answer,
+    append_message,
+    ask,
+    error_text,
+    message_ids,
+    served,
+    stdio_params,
+    structured,
+)
+from mcp import Client
 
 from imap_mcp.server.changes import by_query
+from imap_mcp.server.changes.messages import BATCH
 from imap_mcp.server.tools.changes_common import LISTED_IDS_MAX
 
 pytestmark = pytest.mark.anyio
@@ -128,12 +141,17 @@ async def test_flags_by_query_change_exactly_the_matching_messages(account: Acco
     client_.logout()
 
 
-async def test_a_large_change_answers_in_counts_and_ranges(account: Account) -> None:
-    count = LISTED_IDS_MAX + 20
+def bulk(account: Account, count: int) -> None:
+    """Append `count` messages from SENDER to INBOX on one connection."""
     client = account.imap()
     for n in range(count):
         client.append("INBOX", mail(f"bulk {n}"))
     client.logout()
+
+
+async def test_a_large_change_answers_in_counts_and_ranges(account: Account) -> None:
+    count = LISTED_IDS_MAX + 20
+    bulk(account, count)
     args = {"query": QUERY, "destination": "Archive"}
     async with served(account, mode="legacy", elicitation_callback=Person()) as mcp:
         done = structured(await mcp.call_tool("move_messages", args))
@@ -171,3 +189,46 @@ async def test_bad_queries_are_refused_and_change_nothing(account: Account, args
         refused = error_text(await client.call_tool("delete_messages", args))
     assert said in refused and person.shown == []
     assert message_ids(account, "INBOX") == before
+
+
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+async def test_a_long_change_reports_progress_over_stdio_to_a_client_that_asked(account: Account, mode: str) -> None:
+    count = 2 * BATCH + 10
+    bulk(account, count)
+    seen: list[tuple[float, float | None, str | None]] = []
+
+    async def progress(done: float, total: float | None, message: str | None) -> None:
+        seen.append((done, total, message))
+
+    args = {"query": QUERY, "destination": "Archive", "mode": "copy"}
+    async with Client(stdio_params(account.env()), mode=mode, elicitation_callback=Person()) as client:
+        result = await client.call_tool("move_messages", args, progress_callback=progress)
+        quiet = await client.call_tool("move_messages", {**args, "mode": "move"})  # no progress token: none sent
+    assert structured(result)["count"] == count and structured(quiet)["count"] == count
+    assert [(done, total) for done, total, _ in seen] == [(BATCH, count), (2 * BATCH, count), (count, count)]
+    assert all(message and message.startswith("copy ") for _, _, message in seen)
+
+
+def test_a_change_stopped_between_batches_reports_exactly_the_batches_that_ran(account: Account) -> None:
+    """What cancellation does (`after_batch` answers False once the call is cancelled): whole batches only."""
+    from imap_mcp.server.changes.messages import execute_message_change, plan_message_change
+    from imap_mcp.server.imap.lookup import MessageSelection
+    from imap_mcp.server.imap.pool import ImapPool
+    from imap_mcp.server.reading.search import SearchQuery
+
+    bulk(account, BATCH + 10)
+    pool = ImapPool(account.imap_settings())
+    asked = set(pool.run_sync(lambda c: by_query.resolve_query(c, "INBOX", SearchQuery(QUERY["from"])).uids))
+    selection = MessageSelection("INBOX", None, tuple(sorted(asked)))
+    target = pool.run_sync(lambda c: plan_message_change(c, account.username, selection, "move", "Archive"))
+    told: list[tuple[int, int]] = []
+
+    def after_batch(done: int, total: int) -> bool:
+        told.append((done, total))
+        return False  # as if the call was cancelled during the first batch
+
+    report = pool.run_sync(lambda c: execute_message_change(c, target, 60.0, after_batch), retry=False)
+    pool.close_all()
+    assert told == [(BATCH, BATCH + 10)] and len(report.done) == BATCH and len(report.not_run) == 10
+    assert set(report.done) | set(report.not_run) == asked and len(report.new_uids) == BATCH
+    assert asked & inbox_uids(account) == set(report.not_run)
