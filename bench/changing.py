@@ -15,7 +15,8 @@ made again, unmeasured, before every call) of:
   FETCH` of the newest 20 with the items imap-mcp fetches): what an exact answer costs without memory;
 - raw floor: the same connection's `NOOP` + `FETCH n-19:n` (sequence numbers; newest 20 by arrival,
   total = EXISTS), which no search can beat;
-- the SDK's trivial call: `tools/list` on the same imap-mcp client (a request that touches no IMAP).
+- the SDK's trivial call: `get_message` with an id that does not decode, on the same imap-mcp client:
+  a whole tool call (arguments, tool, error result) that touches no IMAP.
 
 Also get_message (the newest multipart message) against raw's two fetches, and one move of about
 `--move` messages by query (`before` the date that many messages in, copied back first so the run can
@@ -121,7 +122,8 @@ async def search_rounds(client: Client, raw: Raw, other: OtherClient, runs: int)
 
     async def sdk_call(kind: str) -> float:
         start = time.perf_counter()
-        await client.list_tools()
+        result = await client.call_tool("get_message", {"id": "imap.not-an-id"})
+        assert result.is_error, result.content
         return (time.perf_counter() - start) * 1000
 
     sides = {RAW: raw_call, MINE: mine_call, FLOOR: floor_call, SDK: sdk_call}
