@@ -68,10 +68,13 @@ class ApprovalRequest:
     question: str
     summary: str
     dialog: bool = True  #: False: the two-call token is enough (a reversible change)
+    #: what the call's arguments resolved to (opaque here), sealed into the question's state or token so the
+    #: answer can act on exactly that (`Guard.pinned`); the target's fingerprint still binds what runs
+    pinned: str = ""
 
     @property
     def claim(self) -> Claim:
-        return Claim(fingerprint(self.target), question_digest(self.question))
+        return Claim(fingerprint(self.target), question_digest(self.question), self.pinned)
 
 
 @dataclass(frozen=True)
@@ -158,6 +161,20 @@ class Guard:
             return await self._push(ctx, request)
         return self._token(ctx, request, confirm_token)
 
+    def pinned(self, ctx: Context, confirm_token: str | None) -> str:
+        """What this call's answer (its request state, else its `confirm_token`) was sealed with as `pinned`,
+        when the seal opens for this principal; "" otherwise. It approves nothing (only `approve` does): it
+        tells the tool what its arguments resolved to when the question was asked."""
+        principal = self._principal_of(ctx)
+        for sealer, text in ((self._states, ctx.request_state), (self._tokens, confirm_token)):
+            if text is None:
+                continue
+            try:
+                return sealer.open(text, principal).claim.pinned
+            except SealError:
+                continue
+        return ""
+
     def _principal_of(self, ctx: Context) -> str | None:
         return self.principal(ctx.request_context)
 
@@ -210,7 +227,7 @@ class Guard:
 
     def _token(self, ctx: Context, request: ApprovalRequest, confirm_token: str | None) -> Decision:
         """No dialog: the first call returns a sealed token; the same call with it runs."""
-        claim = Claim(fingerprint(request.target))
+        claim = Claim(fingerprint(request.target), pinned=request.pinned)
         principal = self._principal_of(ctx)
         if confirm_token is None:
             token = self._tokens.seal(claim, principal)

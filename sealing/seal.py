@@ -60,10 +60,16 @@ class WrongTarget(SealError):
 
 @dataclass(frozen=True)
 class Claim:
-    """What a seal vouches was asked: a target fingerprint and a digest of the question shown."""
+    """What a seal vouches was asked: a target fingerprint and a digest of the question shown.
+
+    `pinned` is what the caller's arguments resolved to when the question was asked (opaque here,
+    e.g. the UID set a search found), carried so that the answer acts on exactly that and not on
+    what the same arguments resolve to later. It is signed like the rest, readable like the rest.
+    """
 
     fingerprint: str
     question: str = ""
+    pinned: str = ""
 
 
 @dataclass(frozen=True)
@@ -111,6 +117,8 @@ class Sealer:
 
     def seal(self, claim: Claim, principal: str | None) -> str:
         payload = {"fp": claim.fingerprint, "q": claim.question}
+        if claim.pinned:
+            payload["p"] = claim.pinned
         return self._serializer.dumps(payload, salt=_principal_salt(self.purpose, principal))
 
     def open(self, token: str, principal: str | None) -> Opened:
@@ -123,11 +131,16 @@ class Sealer:
             payload, sealed = self._serializer.loads(token, salt=salt, return_timestamp=True)
         except BadSignature:
             raise BadSeal("signature (tampered, another key, purpose or principal)") from None
-        if not (isinstance(payload, dict) and isinstance(payload.get("fp"), str) and isinstance(payload.get("q"), str)):
+        if not (
+            isinstance(payload, dict)
+            and isinstance(payload.get("fp"), str)
+            and isinstance(payload.get("q"), str)
+            and isinstance(payload.get("p", ""), str)
+        ):
             raise BadSeal("malformed payload")
         sealed_at = int(sealed.timestamp())
         self._check_age(sealed_at)
-        claim = Claim(fingerprint=payload["fp"], question=payload["q"])
+        claim = Claim(fingerprint=payload["fp"], question=payload["q"], pinned=payload.get("p", ""))
         return Opened(claim, sealed_at, _identity(salt, claim, sealed_at))
 
     def _check_age(self, sealed_at: int) -> None:

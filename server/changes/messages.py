@@ -26,6 +26,7 @@ Mailbox-side rules:
 from __future__ import annotations
 
 import imaplib
+from collections.abc import Callable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Literal
@@ -45,6 +46,10 @@ from imap_mcp.server.imap.uid_sets import compress, expand
 from imap_mcp.server.imap.uidvalidity import settle
 
 MessageOperation = Literal["trash", "delete_permanently", "move", "copy"]
+#: told (messages done, messages in all) after each batch of a change; answers whether to go on
+AfterBatch = Callable[[int, int], bool]
+#: messages per MOVE, COPY or UID EXPUNGE: progress is reported, and cancellation honoured, between batches
+BATCH = 500
 
 
 class ChangeRefused(MailboxError):
@@ -88,6 +93,8 @@ class ChangeReport:
     new_uids: dict[int, int]
     destination_uidvalidity: int | None
     already_present: tuple[int, ...] = ()
+    #: not changed because the call was cancelled between batches (the approval still covers them)
+    not_run: tuple[int, ...] = ()
 
 
 def has(client: IMAPClient, capability: str) -> bool:
@@ -245,11 +252,15 @@ def existing_uids(client: IMAPClient, uids: tuple[int, ...]) -> set[int]:
     return found & set(uids)
 
 
-def execute_message_change(client: IMAPClient, target: PlannedMessageChange, claim_lifetime: float) -> ChangeReport:
+def execute_message_change(
+    client: IMAPClient, target: PlannedMessageChange, claim_lifetime: float, after_batch: AfterBatch | None = None
+) -> ChangeReport:
     """Run the approved change on exactly `target`; `TargetChanged` if the mailboxes moved on.
 
     A move, copy or trash-delete first claims the destination (`changes.claims`): an attempt
-    that does not hold the claim raises `ChangeInProgress` and changes nothing.
+    that does not hold the claim raises `ChangeInProgress` and changes nothing. The change runs in
+    batches of `BATCH` messages; `after_batch(done, total)` is told after each and stops the rest
+    by answering False (each batch is one command, so none is left half-done).
     """
     source = MessageSelection(target.source, target.source_uidvalidity, target.uids)
     try:
@@ -266,14 +277,16 @@ def execute_message_change(client: IMAPClient, target: PlannedMessageChange, cla
         )
     claim = stake(client, target.destination, claim_message_id(target.target)) if target.destination else None
     if claim is None:
-        return _change(client, target, Standing(floor=None))
+        return _change(client, target, Standing(floor=None), after_batch)
     try:
-        return _change(client, target, contend(client, claim, claim_lifetime))
+        return _change(client, target, contend(client, claim, claim_lifetime), after_batch)
     finally:
         release(client, claim)
 
 
-def _change(client: IMAPClient, target: PlannedMessageChange, standing: Standing) -> ChangeReport:
+def _change(
+    client: IMAPClient, target: PlannedMessageChange, standing: Standing, after_batch: AfterBatch | None
+) -> ChangeReport:
     """The change itself, skipping what an earlier attempt already did."""
     source = MessageSelection(target.source, target.source_uidvalidity, target.uids)
     readonly = target.operation == "copy"
@@ -287,11 +300,28 @@ def _change(client: IMAPClient, target: PlannedMessageChange, standing: Standing
         above = 0 if readonly else standing.floor or 0
         done_before = _copied_before(client, source, present, target.destination, above, readonly)
     to_do = left_out(present, set(done_before))
-    new_uids = _run(client, target, to_do) if to_do else {}
+    new_uids, ran = _run_in_batches(client, target, to_do, after_batch)
+    not_run = left_out(to_do, set(ran))
     if done_before and not readonly:
         expunge_exactly(client, compress(done_before))
-        return ChangeReport(present, missing, new_uids, target.destination_uidvalidity)
-    return ChangeReport(to_do, missing, new_uids, target.destination_uidvalidity, done_before)
+        done = left_out(present, set(not_run))
+        return ChangeReport(done, missing, new_uids, target.destination_uidvalidity, not_run=not_run)
+    return ChangeReport(ran, missing, new_uids, target.destination_uidvalidity, done_before, not_run)
+
+
+def _run_in_batches(
+    client: IMAPClient, target: PlannedMessageChange, uids: tuple[int, ...], after_batch: AfterBatch | None
+) -> tuple[dict[int, int], tuple[int, ...]]:
+    """`_run` on `uids`, `BATCH` at a time: the new UIDs, and the UIDs it ran on (all, unless stopped)."""
+    new_uids: dict[int, int] = {}
+    ran: list[int] = []
+    for start in range(0, len(uids), BATCH):
+        batch = uids[start : start + BATCH]
+        new_uids.update(_run(client, target, batch))
+        ran.extend(batch)
+        if after_batch is not None and not after_batch(len(ran), len(uids)):
+            break
+    return new_uids, tuple(ran)
 
 
 def all_copied_already(client: IMAPClient, target: PlannedMessageChange) -> bool:

@@ -36,12 +36,20 @@ def provenance(caller: str, server: str) -> str:
     return f"Supplied by the caller ({CALLER}): {caller}. From the IMAP server: {server}. {NOT_SHOWN}"
 
 
-def _message_provenance(operation: str, destination: str) -> str:
+def _message_provenance(operation: str, destination: str, by_query: bool) -> str:
+    chosen, found = ("the search criteria", "which messages match") if by_query else ("the UIDs", "that the UIDs exist")
     if operation == "trash":
-        trash = f"the Trash mailbox {destination}, and that the UIDs exist"
-        return provenance("the source mailbox and the UIDs", trash)
+        return provenance(f"the source mailbox and {chosen}", f"the Trash mailbox {destination}, and {found}")
     names = "the mailbox name" if operation == "delete_permanently" else "the mailbox names"
-    return provenance(f"{names} and the UIDs", "that the UIDs exist")
+    return provenance(f"{names} and {chosen}", found)
+
+
+def criteria_line(criteria: tuple[tuple[str, str], ...]) -> str:
+    """The search a change by query was chosen by, each value as the caller gave it."""
+    if not criteria:
+        return "Chosen by a search with no criteria: every message in the mailbox when asked."
+    given = ", ".join(f"{name} {shown(value)}" for name, value in criteria)
+    return f"Chosen by a search ({given}): only the messages that matched when asked, none that match later."
 
 
 _MESSAGE_CHANGES = {
@@ -66,8 +74,14 @@ _MESSAGE_CHANGES = {
 }
 
 
-def message_change_request(tool: str, plan: PlannedMessageChange) -> ApprovalRequest:
-    """The approval request for moving, copying or deleting messages."""
+def message_change_request(
+    tool: str,
+    plan: PlannedMessageChange,
+    criteria: tuple[tuple[str, str], ...] | None = None,
+    pinned: str = "",
+) -> ApprovalRequest:
+    """The approval request for moving, copying or deleting messages; `criteria` when a search chose them
+    (`pinned`: the resolved set, carried sealed with the question)."""
     question, effect = _MESSAGE_CHANGES[plan.operation]
     values = {
         "n": messages(len(plan.uids)),
@@ -75,19 +89,19 @@ def message_change_request(tool: str, plan: PlannedMessageChange) -> ApprovalReq
         "dst": shown(plan.destination or ""),
     }
     uid_line = f"UIDs in {values['src']} (UIDVALIDITY {plan.source_uidvalidity}): {shown_uids(plan.uids)}"
-    text = "\n".join(
-        [
-            question.format(**values),
-            uid_line,
-            effect.format(**values),
-            f"Account: {word(plan.account)}",
-            _message_provenance(plan.operation, values["dst"]),
-        ]
-    )
+    lines = [question.format(**values), uid_line]
+    if criteria is not None:
+        lines.append(criteria_line(criteria))
+    lines += [
+        effect.format(**values),
+        f"Account: {word(plan.account)}",
+        _message_provenance(plan.operation, values["dst"], criteria is not None),
+    ]
+    text = "\n".join(lines)
     summary = f"{plan.operation.replace('_', ' ')} {values['n']} (UIDs {shown_uids(plan.uids)}) from {values['src']}"
     if plan.destination and plan.operation != "trash":
         summary += f" to {values['dst']}"
-    return ApprovalRequest(tool=tool, target=plan.target, question=text, summary=summary)
+    return ApprovalRequest(tool=tool, target=plan.target, question=text, summary=summary, pinned=pinned)
 
 
 def delete_mailbox_request(tool: str, plan: PlannedFolderChange) -> ApprovalRequest:

@@ -207,21 +207,36 @@ def page_summaries(client: IMAPClient, examined: Examined, page: Sequence[int]) 
     return summaries
 
 
-def _search_command(query: SearchQuery) -> list[bytes]:
+def _keys(query: SearchQuery, within: str | None) -> list[bytes]:
+    """The query's keys, and `UID within` when the search is restricted to a UID set."""
+    return query.program() if within is None else [*query.program(), b"UID", within.encode("ascii")]
+
+
+def _search_command(query: SearchQuery, within: str | None = None) -> list[bytes]:
     """CHARSET (only when a value needs it: a few servers refuse any CHARSET at all), then the keys."""
-    return [b"CHARSET", b"UTF-8", *query.program()] if query.charset else query.program()
+    keys = _keys(query, within)
+    return [b"CHARSET", b"UTF-8", *keys] if query.charset else keys
 
 
-def matching(client: IMAPClient, query: SearchQuery) -> str | list[int]:
+def matching(client: IMAPClient, query: SearchQuery, within: str | None = None) -> str | list[int]:
     """The matching UIDs: one compressed set with ESEARCH (RFC 4731), else the plain SEARCH list."""
     if client.has_capability("ESEARCH"):
-        return esearch_all(client, _search_command(query))
-    return list(parse_message_list(raw_untagged(client, b"SEARCH", _search_command(query))))
+        return esearch_all(client, _search_command(query, within))
+    return list(parse_message_list(raw_untagged(client, b"SEARCH", _search_command(query, within))))
 
 
-def _newest_first_by_date(client: IMAPClient, query: SearchQuery) -> list[int]:
+def matching_uids(client: IMAPClient, query: SearchQuery, within: str | None = None) -> list[int]:
+    """Every UID in the selected mailbox matching `query` (of `within`, a UID set, if given), in no promised
+    order."""
+    found = matching(client, query, within)
+    if isinstance(found, str):
+        return expand(found) if found else []
+    return found
+
+
+def _newest_first_by_date(client: IMAPClient, query: SearchQuery, within: str | None = None) -> list[int]:
     """Matching UIDs in REVERSE ARRIVAL order, for a server without SORT: SEARCH, then INTERNALDATE of each."""
-    found = matching(client, query)
+    found = matching(client, query, within)
     if not found:
         return []
     dates = fetch(client, found, ["INTERNALDATE"])
@@ -268,13 +283,58 @@ def page_of(client: IMAPClient, ordered: Sequence[int], offset: int, limit: int)
     return window[offset - low : stop - low]
 
 
-def newest_first(client: IMAPClient, query: SearchQuery) -> list[int]:
-    """Every UID matching `query`: INTERNALDATE descending; equal dates as the server's SORT leaves them
-    (`page_of` settles them), or without SORT in descending UID order."""
+def newest_first(client: IMAPClient, query: SearchQuery, within: str | None = None) -> list[int]:
+    """Every UID matching `query` (of `within`, a UID set, if given): INTERNALDATE descending; equal dates as
+    the server's SORT leaves them (`page_of` settles them), or without SORT in descending UID order."""
     if client.has_capability("SORT"):
-        found = raw_untagged(client, b"SORT", [b"(REVERSE ARRIVAL)", b"UTF-8", *query.program()], unpack=True)
+        found = raw_untagged(client, b"SORT", [b"(REVERSE ARRIVAL)", b"UTF-8", *_keys(query, within)], unpack=True)
         return [int(uid) for uid in (found or b"").split()]
-    return _newest_first_by_date(client, query)
+    return _newest_first_by_date(client, query, within)
+
+
+#: search keys whose result depends on flags, which change; every other key is about content that never does
+_FLAG_KEYS = (b"UNSEEN", b"FLAGGED")
+
+
+@dataclass(frozen=True)
+class LiveSearch:
+    """`query` on the selected mailbox, as the order cache asks it (`search_cache.Search`)."""
+
+    client: IMAPClient
+    query: SearchQuery
+
+    @property
+    def key(self) -> tuple[tuple[bytes, ...], str | None]:
+        return tuple(self.query.program()), self.query.charset
+
+    @property
+    def flag_dependent(self) -> bool:
+        return any(key in _FLAG_KEYS for key in self.query.program())
+
+    def everything(self) -> list[int]:
+        return newest_first(self.client, self.query)
+
+    def newest_first_among(self, uid_set: str) -> list[int]:
+        return newest_first(self.client, self.query, uid_set)
+
+    def matching_among(self, uid_set: str) -> set[int]:
+        return set(matching_uids(self.client, self.query, uid_set))
+
+    def existing_among(self, uid_set: str) -> set[int]:
+        return set(matching_uids(self.client, SearchQuery(), uid_set))
+
+    def changed_since(self, modseq: int, uid_set: str) -> set[int]:
+        """UIDs of `uid_set` whose flags changed after `modseq` (CONDSTORE `SEARCH MODSEQ`, RFC 7162)."""
+        keys = [b"MODSEQ", str(modseq + 1).encode(), b"UID", uid_set.encode("ascii")]
+        if self.client.has_capability("ESEARCH"):
+            found = esearch_all(self.client, keys)
+            return set(expand(found)) if found else set()
+        return set(parse_message_list(raw_untagged(self.client, b"SEARCH", keys)))
+
+    def not_older(self, newer: int, older: int) -> bool:
+        """Whether message `newer` was received no earlier than message `older` (INTERNALDATE)."""
+        dates = fetch(self.client, [newer, older], ["INTERNALDATE"])
+        return _timestamp(dates.get(newer, {})) >= _timestamp(dates.get(older, {}))
 
 
 def search_page(
@@ -284,8 +344,7 @@ def search_page(
     if cache is None:
         ordered: Sequence[int] = newest_first(client, query)
     else:
-        search_key = (tuple(query.program()), query.charset)
-        ordered = cache.ordered(client, examined.mailbox, search_key, lambda: newest_first(client, query))
+        ordered = cache.ordered(client, examined.mailbox, LiveSearch(client, query))
     page = page_of(client, ordered, query.offset, query.limit)
     return SearchPage(
         mailbox=examined.mailbox,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -9,6 +10,7 @@ from mcp.types import CallToolResult, InputRequiredResult
 from pydantic import BaseModel, Field
 
 from imap_mcp.protocol import Guard
+from imap_mcp.server.changes.by_query import Pin, pin_key, resolve_query
 from imap_mcp.server.changes.claims import ChangeInProgress, lifetime
 from imap_mcp.server.changes.messages import (
     MessageOperation,
@@ -18,13 +20,24 @@ from imap_mcp.server.changes.messages import (
     left_out,
     plan_message_change,
 )
-from imap_mcp.server.changes.questions import message_change_request
+from imap_mcp.server.changes.questions import message_change_request, shown_uids
 from imap_mcp.server.imap.lookup import MessageSelection
 from imap_mcp.server.imap.message_ids import MessageRef, encode_id
 from imap_mcp.server.imap.pool import ImapPool
-from imap_mcp.server.tools.changes_common import changing, log_change, one_mailbox_off_loop, text_result
+from imap_mcp.server.tools.changes_common import (
+    LISTED_IDS_MAX,
+    changing,
+    chosen_by_query,
+    listed,
+    log_change,
+    log_stopped,
+    one_mailbox_off_loop,
+    progress_between_batches,
+    text_result,
+)
 from imap_mcp.server.tools.deprecated import DeprecatedMailbox, DeprecatedUids
 from imap_mcp.server.tools.errors import on_mailbox, refusals
+from imap_mcp.server.tools.queries import MessageQuery, Query
 
 DELETE_TOOL = "delete_messages"
 MOVE_TOOL = "move_messages"
@@ -43,9 +56,12 @@ ConfirmToken = Annotated[
 
 
 class MessageChange(BaseModel):
-    status: Literal["done", "nothing_to_do", "in_progress", "confirmation_required"] = Field(
-        description="done: the change ran; nothing_to_do: nothing was left to change (the messages were gone "
-        "by the time it ran, or a copy found them all in the destination already); in_progress: another attempt "
+    status: Literal["done", "nothing_to_do", "in_progress", "confirmation_required", "stopped"] = Field(
+        description="done: the change ran; stopped: the call was cancelled between batches, count messages were "
+        "changed and not_run_count were not (repeat the call to be asked about the rest); nothing_to_do: "
+        "nothing was left to change (the messages were gone "
+        "by the time it ran, a copy found them all in the destination already, or a query matched nothing); "
+        "in_progress: another attempt "
         "of this same approved change is running it right now, this call changed nothing (repeat it later to "
         "learn the outcome); confirmation_required: nothing ran yet, repeat the call with confirm_token."
     )
@@ -53,14 +69,26 @@ class MessageChange(BaseModel):
     mailbox: str = Field(description="The source mailbox.")
     destination: str | None = Field(description="Where the messages went (Trash for a trash-delete).")
     count: int = Field(description="How many messages were changed.")
-    ids: list[str] = Field(description="The ids that were changed.")
-    missing_ids: list[str] = Field(description="Ids whose messages did not exist, so nothing happened to them.")
+    ids: list[str] = Field(description=f"The ids that were changed (at most {LISTED_IDS_MAX}: see rest).")
+    missing_ids: list[str] = Field(
+        description="Ids whose messages did not exist, so nothing happened to them (every id the call named; by "
+        f"query at most {LISTED_IDS_MAX})."
+    )
     already_present_ids: list[str] = Field(
         default_factory=list,
         description="Copy only: ids not copied again because the destination already holds a message with the "
         "same Message-ID (a repeated copy). Messages without a Message-ID are always copied.",
     )
     new_ids: list[str] = Field(description="Ids in the destination, in the order of ids (empty if not reported).")
+    missing_count: int = Field(default=0, description="How many messages did not exist (exact).")
+    already_present_count: int = Field(default=0, description="How many were not copied again (exact).")
+    new_count: int = Field(default=0, description="How many new ids the destination reported (exact).")
+    not_run_count: int = Field(default=0, description="stopped only: how many messages were not changed.")
+    rest: str | None = Field(
+        default=None,
+        description=f"Set when an id list was cut at {LISTED_IDS_MAX} ids (the counts stay exact): how to get "
+        "the ids not listed.",
+    )
     approved_by: Literal["dialog", "push", "token"] | None = Field(
         description="How the change was approved: a dialog (2026-07-28), a pushed dialog (2025-11-25), "
         "or the two-call token."
@@ -68,8 +96,56 @@ class MessageChange(BaseModel):
     confirm_token: str | None = Field(default=None, description="Pass this back to run the change (token path).")
 
 
-def _ids(mailbox: str, uidvalidity: int | None, uids: tuple[int, ...]) -> list[str]:
-    return [encode_id(MessageRef(mailbox, uidvalidity or 0, uid)) for uid in uids]
+def _ids(mailbox: str, uidvalidity: int | None, uids: tuple[int, ...], every: bool = False) -> list[str]:
+    """The ids of `uids`: the first `LISTED_IDS_MAX`, or `every` one (the caller's own ids, echoed as missing)."""
+    return [encode_id(MessageRef(mailbox, uidvalidity or 0, uid)) for uid in (uids if every else listed(uids))]
+
+
+def _rest(outcome: MessageChange, changed: tuple[int, ...]) -> str | None:
+    """How to get the ids a large result does not list; None when every list is whole."""
+    lists = (
+        ("ids", outcome.ids, len(changed)),
+        ("missing_ids", outcome.missing_ids, outcome.missing_count),
+        ("already_present_ids", outcome.already_present_ids, outcome.already_present_count),
+        ("new_ids", outcome.new_ids, outcome.new_count),
+    )
+    cut = [name for name, ids, count in lists if len(ids) < count]
+    if not cut:
+        return None
+    text = f"{', '.join(cut)} list only the first {LISTED_IDS_MAX}; the counts are exact."
+    if changed:
+        text += f" UIDs in {outcome.mailbox!r}: {shown_uids(changed)}."
+    if outcome.destination and outcome.new_count > len(outcome.new_ids):
+        text += f" search_messages in {outcome.destination!r} lists the new ids (newest first)."
+    return text
+
+
+@dataclass(frozen=True)
+class ByQuery:
+    """A change chosen by a search: the criteria as given (for the question) and the key of its pin."""
+
+    criteria: tuple[tuple[str, str], ...]
+    key: str
+
+
+async def change_by_query(
+    pool: ImapPool,
+    guard: Guard,
+    ctx: Context,
+    tool: str,
+    query: MessageQuery,
+    operation: MessageOperation,
+    destination: str | None,
+    confirm_token: str | None,
+) -> CallToolResult | InputRequiredResult:
+    """Resolve `query` to a UID set (or take the set the answered question was sealed with), then change it
+    like ids: a question about exactly that set, bound to it."""
+    search = query.search()
+    key = pin_key(tool, operation, destination, query.mailbox, search)
+    pin = Pin.parse(guard.pinned(ctx, confirm_token), key)
+    selection = await on_mailbox(pool, lambda c: resolve_query(c, query.mailbox, search, pin))
+    by_query = ByQuery(query.criteria(), key)
+    return await change_messages(pool, guard, ctx, tool, selection, operation, destination, confirm_token, by_query)
 
 
 async def change_messages(
@@ -81,36 +157,34 @@ async def change_messages(
     operation: MessageOperation,
     destination: str | None,
     confirm_token: str | None,
+    by_query: ByQuery | None = None,
 ) -> CallToolResult | InputRequiredResult:
     """Plan, ask, and run one message change; the common path of both tools."""
+    if not selection.uids:  # a query that matched nothing: nothing to ask about
+        return _nothing_matched(selection, operation, destination)
     account = pool.settings.account
     target = await on_mailbox(pool, lambda c: plan_message_change(c, account, selection, operation, destination))
-    request = message_change_request(tool, target)
+    if by_query is None:
+        request = message_change_request(tool, target)
+    else:
+        pin = Pin(by_query.key, target.source_uidvalidity, target.uids)
+        request = message_change_request(tool, target, by_query.criteria, pin.text())
     # requested UIDs that did not exist when planned: never part of the target, nor of the question
     absent = left_out(selection.uids, set(target.uids))
+    every_missing = by_query is None  # ids the caller named are echoed whole; a query's are the server's
     if await on_mailbox(pool, lambda c: all_copied_already(c, target)):
-        return _nothing_to_copy(request.summary, target, absent)
+        return _nothing_to_copy(request.summary, target, absent, every_missing)
     decision = await guard.approve(ctx, request, confirm_token)
     channel = decision.channel
     if channel is None:
-        return decision.reply(
-            lambda token: MessageChange(
-                status="confirmation_required",
-                operation=operation,
-                mailbox=target.source,
-                destination=target.destination,
-                count=0,
-                ids=_ids(target.source, target.source_uidvalidity, target.uids),
-                missing_ids=_ids(target.source, target.source_uidvalidity, absent),
-                new_ids=[],
-                approved_by=None,
-                confirm_token=token,
-            )
-        )
+        return decision.reply(lambda token: _pending(target, absent, token, every_missing))
     claim_lifetime = lifetime(pool.settings.timeout)
     with refusals():
         try:
-            report = await pool.run(lambda c: execute_message_change(c, target, claim_lifetime), retry=False)
+            after_batch = progress_between_batches(ctx, request.summary)
+            report = await pool.run(
+                lambda c: execute_message_change(c, target, claim_lifetime, after_batch), retry=False
+            )
         except ChangeInProgress as exc:  # not a failure: another attempt is doing it
             return text_result(
                 f"Nothing was changed by this call: {exc}. Repeat the call to learn the outcome.",
@@ -128,22 +202,71 @@ async def change_messages(
             )
     if report.done:
         log_change(operation, target.source, report.done, channel.value, target.destination)
+    if report.not_run:
+        log_stopped(operation, target.source, len(report.done), len(report.not_run))
+    missing = absent + report.missing
+    new_uids = tuple(report.new_uids.values())
     outcome = MessageChange(
-        status="done" if report.done else "nothing_to_do",
+        status="stopped" if report.not_run else "done" if report.done else "nothing_to_do",
         operation=operation,
         mailbox=target.source,
         destination=target.destination,
         count=len(report.done),
         ids=_ids(target.source, target.source_uidvalidity, report.done),
-        missing_ids=_ids(target.source, target.source_uidvalidity, absent + report.missing),
+        missing_ids=_ids(target.source, target.source_uidvalidity, missing, every_missing),
         already_present_ids=_ids(target.source, target.source_uidvalidity, report.already_present),
-        new_ids=_ids(target.destination or "", report.destination_uidvalidity, tuple(report.new_uids.values())),
+        new_ids=_ids(target.destination or "", report.destination_uidvalidity, new_uids),
+        missing_count=len(missing),
+        already_present_count=len(report.already_present),
+        new_count=len(new_uids),
+        not_run_count=len(report.not_run),
         approved_by=channel.value,
     )
-    return text_result(_describe(request.summary, outcome), outcome)
+    outcome.rest = _rest(outcome, report.done)
+    return text_result(_describe(request.summary, outcome, new_uids), outcome)
 
 
-def _nothing_to_copy(summary: str, target: PlannedMessageChange, absent: tuple[int, ...]) -> CallToolResult:
+def _pending(target: PlannedMessageChange, absent: tuple[int, ...], token: str, every_missing: bool) -> MessageChange:
+    """The token path's first answer: nothing ran; repeat with `token`."""
+    pending = MessageChange(
+        status="confirmation_required",
+        operation=target.operation,
+        mailbox=target.source,
+        destination=target.destination,
+        count=0,
+        ids=_ids(target.source, target.source_uidvalidity, target.uids),
+        missing_ids=_ids(target.source, target.source_uidvalidity, absent, every_missing),
+        new_ids=[],
+        missing_count=len(absent),
+        approved_by=None,
+        confirm_token=token,
+    )
+    pending.rest = _rest(pending, target.uids)
+    return pending
+
+
+def _nothing_matched(
+    selection: MessageSelection, operation: MessageOperation, destination: str | None
+) -> CallToolResult:
+    """The answer, without a question, to a query that matched nothing."""
+    outcome = MessageChange(
+        status="nothing_to_do",
+        operation=operation,
+        mailbox=selection.mailbox,
+        destination=destination,
+        count=0,
+        ids=[],
+        missing_ids=[],
+        new_ids=[],
+        approved_by=None,
+    )
+    text = f"Nothing was changed: no message in {selection.mailbox!r} matches the query. Nobody was asked."
+    return text_result(text, outcome)
+
+
+def _nothing_to_copy(
+    summary: str, target: PlannedMessageChange, absent: tuple[int, ...], every_missing: bool
+) -> CallToolResult:
     """The answer, without a question, to a copy whose every message the destination already holds."""
     outcome = MessageChange(
         status="nothing_to_do",
@@ -152,27 +275,38 @@ def _nothing_to_copy(summary: str, target: PlannedMessageChange, absent: tuple[i
         destination=target.destination,
         count=0,
         ids=[],
-        missing_ids=_ids(target.source, target.source_uidvalidity, absent),
+        missing_ids=_ids(target.source, target.source_uidvalidity, absent, every_missing),
         already_present_ids=_ids(target.source, target.source_uidvalidity, target.uids),
         new_ids=[],
+        missing_count=len(absent),
+        already_present_count=len(target.uids),
         approved_by=None,
     )
-    return text_result(_describe(summary, outcome) + " Nobody was asked.", outcome)
+    outcome.rest = _rest(outcome, ())
+    return text_result(_describe(summary, outcome, ()) + " Nobody was asked.", outcome)
 
 
-def _describe(summary: str, outcome: MessageChange) -> str:
+def _describe(summary: str, outcome: MessageChange, new_uids: tuple[int, ...]) -> str:
     if outcome.status == "nothing_to_do":
         text = f"Nothing was changed ({summary})."
+    elif outcome.status == "stopped":
+        text = (
+            f"Stopped because the call was cancelled ({outcome.approved_by}): {summary}. Changed "
+            f"{outcome.count} message(s); {outcome.not_run_count} were not changed (repeat the call to be asked "
+            "about them)."
+        )
     else:
         text = f"Done ({outcome.approved_by}): {summary}. Changed {outcome.count} message(s)."
-    if outcome.already_present_ids:
+    if outcome.already_present_count:
         text += (
-            f" {len(outcome.already_present_ids)} already had a copy in {outcome.destination!r} (same Message-ID) "
+            f" {outcome.already_present_count} already had a copy in {outcome.destination!r} (same Message-ID) "
             "and were not copied again."
         )
-    if outcome.missing_ids:
-        text += f" {len(outcome.missing_ids)} did not exist (any more) and were left alone."
-    if outcome.new_ids:
+    if outcome.missing_count:
+        text += f" {outcome.missing_count} did not exist (any more) and were left alone."
+    if outcome.new_count > LISTED_IDS_MAX:
+        text += f" New UIDs in {outcome.destination!r}: {shown_uids(new_uids)} (search_messages there lists their ids)."
+    elif outcome.new_ids:
         text += " New ids: " + ", ".join(outcome.new_ids)
     return text
 
@@ -184,20 +318,25 @@ def register(mcp: MCPServer, pool: ImapPool, guard: Guard) -> None:
         title="Delete messages",
         description=(
             "Delete messages: by default move them to the Trash mailbox; with permanent: true expunge them for "
-            "good (cannot be undone). A person is always asked to approve first, in a dialog where the client can "
-            "show one; otherwise the first call returns a confirm_token and changes nothing."
+            "good (cannot be undone). Name them by ids, or by query (search_messages's filters): the person is "
+            "asked about exactly the messages it matched then. A person is always asked to approve first, in a "
+            "dialog where the client can show one; otherwise the first call returns a confirm_token and changes "
+            "nothing."
         ),
         annotations=changing("Delete messages", destructive=True, idempotent=True),
     )
     async def delete_messages(
         ctx: Context,
         ids: Ids | None = None,
+        query: Query = None,
         permanent: Annotated[bool, Field(description="true: expunge for good; false: move to Trash.")] = False,
         confirm_token: ConfirmToken = None,
         mailbox: DeprecatedMailbox = None,
         uids: DeprecatedUids = None,
     ) -> Annotated[CallToolResult, MessageChange] | InputRequiredResult:
         operation: MessageOperation = "delete_permanently" if permanent else "trash"
+        if (chosen := chosen_by_query(query, ids, mailbox, uids)) is not None:
+            return await change_by_query(pool, guard, ctx, DELETE_TOOL, chosen, operation, None, confirm_token)
         selection = await one_mailbox_off_loop(ids, mailbox, uids)
         return await change_messages(pool, guard, ctx, DELETE_TOOL, selection, operation, None, confirm_token)
 
@@ -206,7 +345,8 @@ def register(mcp: MCPServer, pool: ImapPool, guard: Guard) -> None:
         MOVE_TOOL,
         title="Move or copy messages",
         description=(
-            "Move (mode 'move') or copy (mode 'copy') messages to another mailbox; returns their new ids. A person "
+            "Move (mode 'move') or copy (mode 'copy') messages to another mailbox, named by ids or by query "
+            "(search_messages's filters); returns their new ids (a large change: counts and ranges). A person "
             "is always asked to approve first, for both modes, in a dialog where the client can show one; otherwise "
             "the first call returns a confirm_token and changes nothing. A copy skips messages whose Message-ID the "
             "destination already holds, so repeating it copies nothing twice; a message without a Message-ID is "
@@ -218,6 +358,7 @@ def register(mcp: MCPServer, pool: ImapPool, guard: Guard) -> None:
         destination: Annotated[str, Field(min_length=1, description="The mailbox to move or copy to.")],
         ctx: Context,
         ids: Ids | None = None,
+        query: Query = None,
         mode: Annotated[
             Literal["move", "copy"], Field(description="move: remove from the source; copy: keep.")
         ] = "move",
@@ -225,5 +366,7 @@ def register(mcp: MCPServer, pool: ImapPool, guard: Guard) -> None:
         mailbox: DeprecatedMailbox = None,
         uids: DeprecatedUids = None,
     ) -> Annotated[CallToolResult, MessageChange] | InputRequiredResult:
+        if (chosen := chosen_by_query(query, ids, mailbox, uids)) is not None:
+            return await change_by_query(pool, guard, ctx, MOVE_TOOL, chosen, mode, destination, confirm_token)
         selection = await one_mailbox_off_loop(ids, mailbox, uids)
         return await change_messages(pool, guard, ctx, MOVE_TOOL, selection, mode, destination, confirm_token)

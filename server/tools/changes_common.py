@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-from anyio import to_thread
+import anyio
+from anyio import from_thread, to_thread
+from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel
@@ -13,6 +15,10 @@ from imap_mcp.server.imap.lookup import MessageSelection, resolve_selections
 from imap_mcp.server.imap.uid_sets import compress
 from imap_mcp.server.logs import get_logger
 from imap_mcp.server.tools.errors import refusals
+from imap_mcp.server.tools.queries import MessageQuery
+
+#: the most ids a change result lists per list (counts stay exact); a large change is told in counts and ranges
+LISTED_IDS_MAX = 100
 
 
 def changing(title: str, *, destructive: bool, idempotent: bool) -> ToolAnnotations:
@@ -48,6 +54,41 @@ def one_mailbox(
     return groups[0]
 
 
+def chosen_by_query(
+    query: MessageQuery | None, ids: Sequence[str] | None, mailbox: str | None, uids: Sequence[int] | None
+) -> MessageQuery | None:
+    """`query` when the call names its messages by search; None when by ids; a `ToolError` for both."""
+    if query is None:
+        return None
+    if ids or mailbox is not None or uids:
+        raise ToolError(
+            "Give either ids (or the deprecated mailbox + uids) or query, not both: query chooses the messages "
+            "itself, in query.mailbox."
+        )
+    return query
+
+
+def listed(uids: Sequence[int]) -> Sequence[int]:
+    """The first `LISTED_IDS_MAX` of `uids`: what a result lists of a large change."""
+    return uids[:LISTED_IDS_MAX]
+
+
+def progress_between_batches(ctx: Context, doing: str) -> Callable[[int, int], bool]:
+    """For a change running in a worker thread, told after each batch: a progress notification (sent only
+    when the client passed a progress token), and whether to go on: False once the call is cancelled."""
+    cancelled = anyio.get_cancelled_exc_class()
+
+    def after_batch(done: int, total: int) -> bool:
+        try:
+            from_thread.check_cancelled()
+            from_thread.run(ctx.report_progress, done, total, f"{doing}: {done} of {total} messages")
+        except cancelled:
+            return False
+        return True
+
+    return after_batch
+
+
 def text_result(text: str, model: BaseModel, is_error: bool = False) -> CallToolResult:
     """A result whose text is written for the model and whose structured content is `model`."""
     return CallToolResult(
@@ -68,3 +109,14 @@ def log_change(
     where = f"mailbox={mailbox!r}" + (f" destination={destination!r}" if destination else "")
     uid_part = f" uids={compress(uids)} count={len(uids)}" if uids else ""
     get_logger().info("change: %s %s%s approved_by=%s", operation, where, uid_part, approved_by)
+
+
+def log_stopped(operation: str, mailbox: str, done: int, not_run: int) -> None:
+    """The stderr line of a change stopped between batches because its call was cancelled."""
+    get_logger().info(
+        "change: %s mailbox=%r stopped by cancellation after %d message(s); %d not changed",
+        operation,
+        mailbox,
+        done,
+        not_run,
+    )

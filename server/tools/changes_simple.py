@@ -3,18 +3,29 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Annotated
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import AfterValidator, BaseModel, Field
 
+from imap_mcp.server.changes.by_query import resolve_query
 from imap_mcp.server.changes.flags_drafts import append_draft, draft_message, set_flags
+from imap_mcp.server.changes.questions import shown_uids
 from imap_mcp.server.imap.message_ids import MessageRef, encode_id
 from imap_mcp.server.imap.pool import ImapPool
-from imap_mcp.server.tools.changes_common import changing, log_change, one_mailbox_off_loop
+from imap_mcp.server.tools.changes_common import (
+    LISTED_IDS_MAX,
+    changing,
+    chosen_by_query,
+    listed,
+    log_change,
+    one_mailbox_off_loop,
+)
 from imap_mcp.server.tools.deprecated import DeprecatedMailbox, DeprecatedUids
 from imap_mcp.server.tools.errors import on_mailbox, refusals
+from imap_mcp.server.tools.queries import Query
 
 SYSTEM_FLAGS = {"\\seen": "\\Seen", "\\flagged": "\\Flagged", "\\answered": "\\Answered"}
 #: an IMAP keyword: an atom without specials (RFC 3501), at most 64 characters
@@ -38,10 +49,15 @@ Flags = Annotated[list[Annotated[str, AfterValidator(checked_flag)]], Field(max_
 
 
 class FlagsChanged(BaseModel):
-    ids: list[str] = Field(description="The ids whose flags were changed.")
+    ids: list[str] = Field(description=f"The ids whose flags were changed (at most {LISTED_IDS_MAX}: see count).")
     missing_ids: list[str] = Field(description="Ids whose messages no longer exist; nothing happened to them.")
     added: list[str]
     removed: list[str]
+    count: int = Field(default=0, description="How many messages' flags were changed (exact).")
+    missing_count: int = Field(default=0, description="How many messages no longer existed (exact).")
+    rest: str | None = Field(
+        default=None, description=f"Set when a list was cut at {LISTED_IDS_MAX} ids: the UIDs changed, as ranges."
+    )
 
 
 class DraftSaved(BaseModel):
@@ -54,8 +70,8 @@ def register(mcp: MCPServer, pool: ImapPool) -> None:
         name="set_message_flags",
         title="Set message flags",
         description=(
-            "Add or remove flags on messages: \\Seen (read), \\Flagged, \\Answered, or keywords. \\Deleted is "
-            "refused: use delete_messages."
+            "Add or remove flags on messages (by ids, or by query: search_messages's filters): \\Seen (read), "
+            "\\Flagged, \\Answered, or keywords. \\Deleted is refused: use delete_messages."
         ),
         annotations=changing("Set message flags", destructive=False, idempotent=True),
     )
@@ -63,6 +79,7 @@ def register(mcp: MCPServer, pool: ImapPool) -> None:
         ids: Annotated[
             list[str] | None, Field(min_length=1, max_length=50_000, description="Message ids, of one mailbox.")
         ] = None,
+        query: Query = None,
         add: Annotated[Flags, Field(description="Flags to add.")] = [],  # noqa: B006 (pydantic copies defaults)
         remove: Annotated[Flags, Field(description="Flags to remove.")] = [],  # noqa: B006
         mailbox: DeprecatedMailbox = None,
@@ -70,15 +87,29 @@ def register(mcp: MCPServer, pool: ImapPool) -> None:
     ) -> FlagsChanged:
         if not add and not remove:
             raise ToolError("Give at least one flag in add or remove.")
-        messages = await one_mailbox_off_loop(ids, mailbox, uids)
+        if (chosen := chosen_by_query(query, ids, mailbox, uids)) is not None:
+            search = chosen.search()
+            messages = await on_mailbox(pool, lambda c: resolve_query(c, chosen.mailbox, search))
+        else:
+            messages = await one_mailbox_off_loop(ids, mailbox, uids)
         report = await on_mailbox(pool, lambda c: set_flags(c, messages, add, remove))
         if report.done:
             log_change(f"set_flags +{add} -{remove}", messages.mailbox, report.done)
 
-        def as_ids(uids: tuple[int, ...]) -> list[str]:
+        def as_ids(uids: Sequence[int]) -> list[str]:
             return [encode_id(MessageRef(messages.mailbox, report.uidvalidity, uid)) for uid in uids]
 
-        return FlagsChanged(ids=as_ids(report.done), missing_ids=as_ids(report.missing), added=add, removed=remove)
+        cut = len(report.done) > LISTED_IDS_MAX
+        return FlagsChanged(
+            ids=as_ids(listed(report.done)),
+            # the ids the call named are echoed whole; by query, missing ones are only those expunged meanwhile
+            missing_ids=as_ids(report.missing if chosen is None else listed(report.missing)),
+            added=add,
+            removed=remove,
+            count=len(report.done),
+            missing_count=len(report.missing),
+            rest=f"UIDs changed in {messages.mailbox!r}: {shown_uids(report.done)}" if cut and report.done else None,
+        )
 
     @mcp.tool(
         name="save_draft",

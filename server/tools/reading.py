@@ -16,7 +16,6 @@ from urllib.parse import quote
 import anyio.to_thread
 from imapclient import IMAPClient
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import BlobResourceContents, CallToolResult, EmbeddedResource, TextContent, ToolAnnotations
 from pydantic import Field
 
@@ -34,11 +33,12 @@ from imap_mcp.server.reading.attachments import (
     write_part,
 )
 from imap_mcp.server.reading.reader import MessageContent, fetch_message, message_content
-from imap_mcp.server.reading.search import SearchPage, SearchQuery, search_page
+from imap_mcp.server.reading.search import SearchPage, search_page
 from imap_mcp.server.reading.search_cache import OrderCache
 from imap_mcp.server.tools.annotations import read_only
 from imap_mcp.server.tools.deprecated import DeprecatedMailbox, DeprecatedUid
 from imap_mcp.server.tools.errors import refusals
+from imap_mcp.server.tools.queries import SearchText, checked_search_query
 
 T = TypeVar("T")
 
@@ -46,15 +46,10 @@ SEARCH_TITLE = "Search messages"
 GET_MESSAGE_TITLE = "Read a message"
 ATTACHMENTS_TITLE = "Get attachments"
 DEFAULT_MAX_CHARS = 20_000
-#: the earliest year `since`/`before` accept; IMAP servers refuse (BAD) or mishandle far older dates
-MIN_YEAR = 1900
 MAX_MAX_CHARS = 200_000
 DEFAULT_PAGE_SIZE = 20
 MAX_PAGE_SIZE = 100
 
-SearchText = Annotated[
-    str | None, Field(min_length=1, max_length=500, pattern=r"^[^\x00-\x1f\x7f]*$", description="Substring to match.")
-]
 #: the page size of every tool that lists messages in pages (search_messages, list_new_messages)
 PageLimit = Annotated[int, Field(ge=1, le=MAX_PAGE_SIZE, description=f"Page size, 1 to {MAX_PAGE_SIZE}.")]
 MessageId = Annotated[
@@ -123,28 +118,6 @@ def _target(message_id: str | None, mailbox: str | None, uid: int | None) -> Mes
         return resolve_one(message_id, mailbox, uid)
 
 
-def _search_query(
-    sender: str | None,
-    to: str | None,
-    subject: str | None,
-    text: str | None,
-    since: dt.date | None,
-    before: dt.date | None,
-    unread_only: bool,
-    flagged_only: bool,
-    offset: int,
-    limit: int,
-) -> SearchQuery:
-    for name, day in (("since", since), ("before", before)):
-        if day is not None and day.year < MIN_YEAR:
-            raise ToolError(f"{name} ({day}) is before {MIN_YEAR}: give a date from {MIN_YEAR}-01-01 on, YYYY-MM-DD.")
-    if since and before and since >= before:
-        raise ToolError(
-            f"since ({since}) must be earlier than before ({before}): since is inclusive, before is exclusive."
-        )
-    return SearchQuery(sender, to, subject, text, since, before, unread_only, flagged_only, offset, limit)
-
-
 def register_search(mcp: MCPServer, pool: ImapPool) -> None:
     order_cache = OrderCache()
 
@@ -176,7 +149,7 @@ def register_search(mcp: MCPServer, pool: ImapPool) -> None:
         offset: Annotated[int, Field(ge=0, description="How many of the newest matches to skip (paging).")] = 0,
         limit: PageLimit = DEFAULT_PAGE_SIZE,
     ) -> SearchPage:
-        query = _search_query(sender, to, subject, text, since, before, unread_only, flagged_only, offset, limit)
+        query = checked_search_query(sender, to, subject, text, since, before, unread_only, flagged_only, offset, limit)
         return await read(pool, mailbox, functools.partial(search_page, query=query, cache=order_cache))
 
 

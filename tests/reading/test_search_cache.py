@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import random
 from email.message import EmailMessage
 
 import pytest
@@ -15,16 +17,16 @@ from imap_mcp.server.reading.search_cache import OrderCache
 pytestmark = pytest.mark.anyio
 
 
-def new_mail(subject: str) -> bytes:
+def new_mail(subject: str, sender: str = "zoe@example.com") -> bytes:
     msg = EmailMessage()
-    msg["From"] = "zoe@example.com"
+    msg["From"] = sender
     msg["To"] = "demo@example.org"
     msg["Subject"] = subject
     msg.set_content("hello\n")
     return msg.as_bytes()
 
 
-def page(client: IMAPClient, cache: OrderCache, **query: object) -> tuple[int, list[int]]:
+def page(client: IMAPClient, cache: OrderCache | None, **query: object) -> tuple[int, list[int]]:
     result = search_page(client, examine(client, "INBOX"), SearchQuery(**query), cache)  # type: ignore[arg-type]
     return result.total, [m.uid for m in result.messages]
 
@@ -81,3 +83,60 @@ async def test_the_tool_reflects_a_change_between_two_identical_searches(account
         after = structured(await mcp_client.call_tool("search_messages", {}))
     assert after["total"] == before["total"] + 1
     assert after["messages"][0]["subject"] == "arrived between calls"
+
+
+#: searches the interleaving test keeps comparing: everything, content only, flags only, both
+INTERLEAVED_QUERIES: list[dict[str, object]] = [
+    {},
+    {"sender": "zoe"},
+    {"unread_only": True},
+    {"flagged_only": True, "sender": "zoe"},
+]
+
+
+def _random_step(rng: random.Random, other: IMAPClient, clock: list[dt.datetime]) -> None:
+    """One change by another client: an append (now, at the same second as the last, or long ago), an
+    expunge, or a flag set or cleared."""
+    uids = other.search(["ALL"])
+    action = rng.choice(["append", "append", "append_tie", "append_old", "expunge", "flag", "flag"])
+    if action.startswith("append") or not uids:
+        if action == "append_old":
+            when = dt.datetime(2019, rng.randint(1, 12), rng.randint(1, 28), tzinfo=dt.UTC)
+        else:
+            if action != "append_tie":
+                clock[0] += dt.timedelta(minutes=rng.randint(1, 90))
+            when = clock[0]
+        sender = rng.choice(["zoe@example.com", "max@example.net"])
+        other.append(
+            "INBOX", new_mail(f"step {rng.random()}", sender), flags=rng.choice([(), (b"\\Seen",)]), msg_time=when
+        )
+        return
+    uid = rng.choice(uids)
+    if action == "expunge":
+        other.add_flags([uid], [b"\\Deleted"])
+        other.uid_expunge([uid])
+        return
+    flag = rng.choice([b"\\Seen", b"\\Flagged"])
+    (other.add_flags if rng.random() < 0.5 else other.remove_flags)([uid], [flag])
+
+
+@pytest.mark.servers("dovecot", "cyrus", reason="the order is kept up to date only where CONDSTORE reports changes")
+@pytest.mark.parametrize("seed", range(4))
+def test_random_interleavings_of_changes_and_searches_match_a_fresh_search(
+    account: Account, client: IMAPClient, seed: int
+) -> None:
+    rng = random.Random(seed)
+    cache = OrderCache()
+    other = account.imap()
+    other.select_folder("INBOX")
+    clock = [dt.datetime(2026, 11, 1, tzinfo=dt.UTC)]
+    try:
+        for step in range(30):
+            for query in INTERLEAVED_QUERIES:
+                cached = page(client, cache, limit=100, **query)
+                assert cached == page(client, None, limit=100, **query), (seed, step, query)  # type: ignore[arg-type]
+            for _ in range(rng.choice([0, 1, 1, 2])):
+                _random_step(rng, other, clock)
+    finally:
+        other.logout()
+    assert cache.updates > 0 and cache.hits > 0 and cache.memory_bytes() > 0

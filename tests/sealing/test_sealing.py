@@ -326,3 +326,11 @@ def test_sealing_speaks_no_imap() -> None:
             if isinstance(node, ast.FunctionDef | ast.ClassDef):
                 name = node.name
             assert not (name and any(word in name.lower() for word in imap_words)), (path.name, name)
+
+
+def test_what_a_claim_pinned_travels_with_the_seal_and_an_older_seal_pins_nothing() -> None:
+    target = mailbox_target()
+    pinned = dataclasses.replace(claim_for(target), pinned="key:7:1:3,9")
+    seal = sealer([OLD])
+    assert seal.open(seal.seal(pinned, None), None).claim == pinned
+    assert seal.open(seal.seal(claim_for(target), None), None).claim.pinned == ""

@@ -1,0 +1,234 @@
+"""Changes by query (delete_messages, move_messages, set_message_flags) against Dovecot: the query is resolved
+to a UID set before anyone is asked, the approval is bound to that set, and what matches only later is never
+touched; nothing matched, nothing asked; large results are bounded."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from harness import (
+    Account,
+    Person,
+    answer,
+    append_message,
+    ask,
+    error_text,
+    message_ids,
+    served,
+    stdio_params,
+    structured,
+)
+from mcp import Client
+
+from imap_mcp.server.changes import by_query
+from imap_mcp.server.changes.messages import BATCH
+from imap_mcp.server.tools.changes_common import LISTED_IDS_MAX
+
+pytestmark = pytest.mark.anyio
+
+SENDER = "Query Sender <query.sender@example.org>"
+
+
+def mail(subject: str, sender: str = SENDER) -> bytes:
+    return (
+        f"From: {sender}\r\nTo: owner@example.com\r\nSubject: {subject}\r\n"
+        "Date: Tue, 1 Dec 2026 09:00:00 +0000\r\nMIME-Version: 1.0\r\n\r\nbody\r\n"
+    ).encode()
+
+
+def from_sender(account: Account, count: int) -> list[int]:
+    """Append `count` messages from SENDER to INBOX; their UIDs."""
+    return [append_message(account, mail(f"query test {n}")) for n in range(count)]
+
+
+def inbox_uids(account: Account) -> set[int]:
+    client = account.imap()
+    try:
+        client.select_folder("INBOX", readonly=True)
+        return set(client.search(["ALL"]))
+    finally:
+        client.logout()
+
+
+QUERY = {"mailbox": "INBOX", "from": "query.sender@example.org"}
+
+
+async def test_a_dialog_answer_acts_on_the_set_asked_about_not_on_mail_that_matches_later(account: Account) -> None:
+    asked = from_sender(account, 3)
+    args = {"query": QUERY, "permanent": True}
+    async with served(account, mode="2026-07-28", elicitation_callback=Person()) as client:
+        question = await ask(client, "delete_messages", args)
+        shown = question.input_requests["approval"].params.message  # type: ignore[union-attr]
+        assert 'Permanently delete 3 messages from "INBOX"?' in shown
+        assert f"{asked[0]}:{asked[-1]}" in shown and 'from "query.sender@example.org"' in shown
+        assert "only the messages that matched when asked" in shown and "the search criteria" in shown
+        arrived = append_message(account, mail("arrived between question and answer"))
+        done = structured(await answer(client, "delete_messages", args, question.request_state))
+    assert done["status"] == "done" and done["count"] == 3 and done["approved_by"] == "dialog"
+    left = inbox_uids(account)
+    assert arrived in left and not set(asked) & left
+
+
+async def test_a_message_that_starts_matching_after_the_question_is_left_alone(account: Account) -> None:
+    unread = sorted(inbox_uids(account))
+    client = account.imap()
+    client.select_folder("INBOX")
+    seen_before = set(client.search(["SEEN"]))
+    args = {"query": {"unread_only": True}, "destination": "Archive", "mode": "copy"}
+    async with served(account, mode="2026-07-28", elicitation_callback=Person()) as mcp:
+        question = await ask(mcp, "move_messages", args)
+        made_unread = sorted(seen_before)[0]
+        client.remove_flags([made_unread], [b"\\Seen"])  # another client: it matches the query from now on
+        done = structured(await answer(mcp, "move_messages", args, question.request_state))
+    client.logout()
+    expected = len([uid for uid in unread if uid not in seen_before])
+    assert done["status"] == "done" and done["count"] == expected and done["new_count"] == expected
+    assert made_unread not in {int(i.rsplit(".", 1)[-1]) for i in done["ids"]}
+
+
+async def test_the_token_path_binds_the_resolved_set_and_a_replay_acts_only_on_what_is_left(account: Account) -> None:
+    asked = from_sender(account, 2)
+    args = {"query": QUERY, "destination": "Archive"}
+    async with served(account, mode="legacy") as client:  # no dialog: the two-call token
+        first = structured(await client.call_tool("move_messages", args))
+        assert first["status"] == "confirmation_required" and len(first["ids"]) == 2
+        arrived = append_message(account, mail("arrived between the two calls"))
+        with_token = {**args, "confirm_token": first["confirm_token"]}
+        done = structured(await client.call_tool("move_messages", with_token))
+        replay = structured(await client.call_tool("move_messages", with_token))
+    assert done["status"] == "done" and done["count"] == 2 and done["approved_by"] == "token"
+    assert replay["status"] == "nothing_to_do" and replay["count"] == 0
+    left = inbox_uids(account)
+    assert arrived in left and not set(asked) & left
+    assert len(message_ids(account, "Archive")) == 3  # the sample's one, and the two moved
+
+
+async def test_a_pushed_dialog_shows_the_criteria_and_runs_once(account: Account) -> None:
+    asked = from_sender(account, 2)
+    person = Person()
+    async with served(account, mode="legacy", elicitation_callback=person) as client:
+        done = structured(await client.call_tool("delete_messages", {"query": QUERY}))
+    assert done["status"] == "done" and done["approved_by"] == "push" and done["destination"] == "Trash"
+    (shown,) = person.shown
+    assert 'Move 2 messages from "INBOX" to the Trash mailbox' in shown and "query.sender@example.org" in shown
+    assert not set(asked) & inbox_uids(account)
+
+
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+async def test_a_query_that_matches_nothing_asks_nobody(account: Account, mode: str) -> None:
+    person = Person()
+    before = message_ids(account, "INBOX")
+    async with served(account, mode=mode, elicitation_callback=person) as client:
+        deleted = await client.call_tool("delete_messages", {"query": {"subject": "no such subject anywhere"}})
+        moved = await client.call_tool("move_messages", {"query": QUERY, "destination": "Archive"})
+        flagged = await client.call_tool("set_message_flags", {"query": QUERY, "add": ["\\Flagged"]})
+    for result in (deleted, moved):
+        assert result.structured_content["status"] == "nothing_to_do"  # type: ignore[index]
+        assert "Nobody was asked" in result.content[0].text  # type: ignore[union-attr]
+    assert structured(flagged)["count"] == 0 and person.shown == []
+    assert message_ids(account, "INBOX") == before
+
+
+async def test_flags_by_query_change_exactly_the_matching_messages(account: Account) -> None:
+    asked = from_sender(account, 3)
+    async with served(account) as client:
+        result = structured(await client.call_tool("set_message_flags", {"query": QUERY, "add": ["$Query"]}))
+    assert result["count"] == 3 and len(result["ids"]) == 3 and result["rest"] is None
+    client_ = account.imap()
+    client_.select_folder("INBOX", readonly=True)
+    assert set(client_.search(["KEYWORD", "$Query"])) == set(asked)
+    client_.logout()
+
+
+def bulk(account: Account, count: int) -> None:
+    """Append `count` messages from SENDER to INBOX on one connection."""
+    client = account.imap()
+    for n in range(count):
+        client.append("INBOX", mail(f"bulk {n}"))
+    client.logout()
+
+
+async def test_a_large_change_answers_in_counts_and_ranges(account: Account) -> None:
+    count = LISTED_IDS_MAX + 20
+    bulk(account, count)
+    args = {"query": QUERY, "destination": "Archive"}
+    async with served(account, mode="legacy", elicitation_callback=Person()) as mcp:
+        done = structured(await mcp.call_tool("move_messages", args))
+        flags = structured(await mcp.call_tool("set_message_flags", {"query": {"mailbox": "Archive"}, "add": ["$B"]}))
+    assert done["count"] == count and done["new_count"] == count
+    assert len(done["ids"]) == LISTED_IDS_MAX and len(done["new_ids"]) == LISTED_IDS_MAX
+    assert "search_messages in 'Archive' lists the new ids" in done["rest"]
+    assert flags["count"] == count + 1 and len(flags["ids"]) == LISTED_IDS_MAX and flags["rest"]
+
+
+async def test_a_query_over_the_cap_is_refused_before_anyone_is_asked(
+    account: Account, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(by_query, "MAX_QUERY_MATCHES", 2)
+    person = Person()
+    before = message_ids(account, "INBOX")
+    async with served(account, mode="legacy", elicitation_callback=person) as client:
+        refused = error_text(await client.call_tool("delete_messages", {"query": {"mailbox": "INBOX"}}))
+    assert "matches" in refused and "at most 2" in refused and "narrow it" in refused and person.shown == []
+    assert message_ids(account, "INBOX") == before
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        ({"query": {"form": "typo"}}, "form"),
+        ({"query": QUERY, "ids": ["imap.x"]}, "not both"),
+        ({"query": {"since": "2026-02-01", "before": "2026-01-01"}}, "must be earlier"),
+    ],
+)
+async def test_bad_queries_are_refused_and_change_nothing(account: Account, args: dict[str, Any], said: str) -> None:
+    person = Person()
+    before = message_ids(account, "INBOX")
+    async with served(account, mode="legacy", elicitation_callback=person) as client:
+        refused = error_text(await client.call_tool("delete_messages", args))
+    assert said in refused and person.shown == []
+    assert message_ids(account, "INBOX") == before
+
+
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+async def test_a_long_change_reports_progress_over_stdio_to_a_client_that_asked(account: Account, mode: str) -> None:
+    count = 2 * BATCH + 10
+    bulk(account, count)
+    seen: list[tuple[float, float | None, str | None]] = []
+
+    async def progress(done: float, total: float | None, message: str | None) -> None:
+        seen.append((done, total, message))
+
+    args = {"query": QUERY, "destination": "Archive", "mode": "copy"}
+    async with Client(stdio_params(account.env()), mode=mode, elicitation_callback=Person()) as client:
+        result = await client.call_tool("move_messages", args, progress_callback=progress)
+        quiet = await client.call_tool("move_messages", {**args, "mode": "move"})  # no progress token: none sent
+    assert structured(result)["count"] == count and structured(quiet)["count"] == count
+    assert [(done, total) for done, total, _ in seen] == [(BATCH, count), (2 * BATCH, count), (count, count)]
+    assert all(message and message.startswith("copy ") for _, _, message in seen)
+
+
+def test_a_change_stopped_between_batches_reports_exactly_the_batches_that_ran(account: Account) -> None:
+    """What cancellation does (`after_batch` answers False once the call is cancelled): whole batches only."""
+    from imap_mcp.server.changes.messages import execute_message_change, plan_message_change
+    from imap_mcp.server.imap.lookup import MessageSelection
+    from imap_mcp.server.imap.pool import ImapPool
+    from imap_mcp.server.reading.search import SearchQuery
+
+    bulk(account, BATCH + 10)
+    pool = ImapPool(account.imap_settings())
+    asked = set(pool.run_sync(lambda c: by_query.resolve_query(c, "INBOX", SearchQuery(QUERY["from"])).uids))
+    selection = MessageSelection("INBOX", None, tuple(sorted(asked)))
+    target = pool.run_sync(lambda c: plan_message_change(c, account.username, selection, "move", "Archive"))
+    told: list[tuple[int, int]] = []
+
+    def after_batch(done: int, total: int) -> bool:
+        told.append((done, total))
+        return False  # as if the call was cancelled during the first batch
+
+    report = pool.run_sync(lambda c: execute_message_change(c, target, 60.0, after_batch), retry=False)
+    pool.close_all()
+    assert told == [(BATCH, BATCH + 10)] and len(report.done) == BATCH and len(report.not_run) == 10
+    assert set(report.done) | set(report.not_run) == asked and len(report.new_uids) == BATCH
+    assert asked & inbox_uids(account) == set(report.not_run)
