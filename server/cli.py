@@ -146,8 +146,8 @@ def serve(accounts: Accounts, host: str, port: int) -> None:
     app = load_or_exit(functools.partial(accounts_http_app, accounts), os.environ)
     sock = listen_or_exit(host, port)
     announce(accounts, http=True)
-    for account in accounts.accounts:
-        report_check_in_background(account.settings)
+    if accounts.source is None:  # an accounts file's accounts are checked one by one: `check --account NAME`
+        report_check_in_background(accounts.accounts[0].settings)
     serve_app(app, sock)
 
 

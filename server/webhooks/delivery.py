@@ -14,7 +14,7 @@ import httpx
 from imap_mcp.server.logs import get_logger
 from imap_mcp.server.webhooks.cipher import StoreCipher, Unreadable
 from imap_mcp.server.webhooks.outbox import Event, next_event
-from imap_mcp.server.webhooks.rows import Endpoint, WebhookRow, invalid_url_reason, load_row, open_endpoint
+from imap_mcp.server.webhooks.rows import Receiver, WebhookRow, invalid_url_reason, load_row, open_endpoint
 from imap_mcp.server.webhooks.settings import FAILURE_THRESHOLD, WebhookSettings
 from imap_mcp.server.webhooks.signing import signed_headers
 from imap_mcp.server.webhooks.store import Store, Tx
@@ -25,7 +25,7 @@ POST_TIMEOUT = 10.0
 
 @dataclass(frozen=True)
 class Due:
-    endpoint: Endpoint
+    endpoint: Receiver
     event: Event
 
 
@@ -125,7 +125,7 @@ def deliver_one(
     return True
 
 
-def _scrubbed(text: str, endpoint: Endpoint) -> str:
+def _scrubbed(text: str, endpoint: Receiver) -> str:
     for value in endpoint.secret_values:
         text = text.replace(value, "***")
     return text

@@ -42,7 +42,7 @@ class WebhookRow:
 
 
 @dataclass(frozen=True)
-class Endpoint:
+class Receiver:
     """A row's secrets, decrypted: only the watcher's delivery and the operator's command see these."""
 
     url: str
@@ -107,12 +107,12 @@ def load_row(tx: Tx, account: str) -> WebhookRow | None:
     return WebhookRow(*values)
 
 
-def open_endpoint(row: WebhookRow, cipher: StoreCipher) -> Endpoint:
+def open_endpoint(row: WebhookRow, cipher: StoreCipher) -> Receiver:
     """The row's URL, auth header and secret; `Unreadable` when a configured key opens none of them."""
     url = cipher.decrypt(row.url_sealed, row.account, "url")
     secret = cipher.decrypt(row.secret_sealed, row.account, "secret")
     header = cipher.decrypt(row.auth_header_sealed, row.account, "auth_header") if row.auth_header_sealed else None
-    return Endpoint(url=url, auth_header=_split_header(header) if header else None, secret=secret)
+    return Receiver(url=url, auth_header=_split_header(header) if header else None, secret=secret)
 
 
 def _split_header(header: str) -> tuple[str, str]:

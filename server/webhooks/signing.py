@@ -6,7 +6,7 @@ import base64
 import hashlib
 import hmac
 
-from imap_mcp.server.webhooks.rows import Endpoint, secret_key
+from imap_mcp.server.webhooks.rows import Receiver, secret_key
 
 
 def signature(secret: str, webhook_id: str, timestamp: int, body: str) -> str:
@@ -14,7 +14,7 @@ def signature(secret: str, webhook_id: str, timestamp: int, body: str) -> str:
     return "v1," + base64.b64encode(hmac.new(secret_key(secret), signed, hashlib.sha256).digest()).decode()
 
 
-def signed_headers(endpoint: Endpoint, webhook_id: str, timestamp: int, body: str) -> dict[str, str]:
+def signed_headers(endpoint: Receiver, webhook_id: str, timestamp: int, body: str) -> dict[str, str]:
     """The headers of one delivery: the three Standard Webhooks headers, JSON, and the configured auth header."""
     headers = {
         "content-type": "application/json",
