@@ -41,6 +41,19 @@ SAMPLE_MAILBOXES = ("Projects/Entwürfe", "Projects", "Sent", "Drafts", "Trash",
 #: the two eras, as the SDK client names them
 MODES = ("legacy", "2026-07-28")
 
+#: the sample INBOX, newest first (server/demo/sample_mail.py)
+INBOX_NEWEST_FIRST = [
+    "Urgent: account notice",
+    "Re: Project kickoff",
+    "Project kickoff",
+    "Grüße aus München",
+    "Photos from the trip",
+    "Invoice and overview",
+    "Your weekly deals",
+    "Team lunch on Friday?",
+    "Quarterly report",
+]
+
 
 class MailServer(Protocol):
     """What the harness needs of a running IMAP server: Dovecot, Cyrus or Courier."""

@@ -13,7 +13,7 @@ from email.utils import format_datetime
 from typing import Any
 
 import pytest
-from harness import MODES, Account, Person, error_text, served, structured
+from harness import INBOX_NEWEST_FIRST, MODES, Account, Person, error_text, served, structured
 from imapclient import IMAPClient
 
 from imap_mcp.server.imap.message_ids import decode_id
@@ -21,18 +21,6 @@ from imap_mcp.server.reading.new_messages import LISTED, list_new, look, record
 
 pytestmark = pytest.mark.anyio
 
-#: the sample INBOX, newest first (server/demo/sample_mail.py)
-INBOX_NEWEST_FIRST = [
-    "Urgent: account notice",
-    "Re: Project kickoff",
-    "Project kickoff",
-    "Grüße aus München",
-    "Photos from the trip",
-    "Invoice and overview",
-    "Your weekly deals",
-    "Team lunch on Friday?",
-    "Quarterly report",
-]
 #: the sample INBOX messages a person has read already
 READ_BEFORE = {"Quarterly report", "Invoice and overview", "Project kickoff"}
 

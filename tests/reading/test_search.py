@@ -8,25 +8,12 @@ from email.utils import format_datetime
 from typing import Any
 
 import pytest
-from harness import MODES, Account, append_message, error_text, search, served
+from harness import INBOX_NEWEST_FIRST, MODES, Account, append_message, error_text, search, served
 
 from imap_mcp.server.imap.message_ids import decode_id
 from imap_mcp.server.imap.pool import ImapPool
 
 pytestmark = pytest.mark.anyio
-
-#: the sample INBOX, newest first (server/demo/sample_mail.py)
-INBOX_NEWEST_FIRST = [
-    "Urgent: account notice",
-    "Re: Project kickoff",
-    "Project kickoff",
-    "Grüße aus München",
-    "Photos from the trip",
-    "Invoice and overview",
-    "Your weekly deals",
-    "Team lunch on Friday?",
-    "Quarterly report",
-]
 
 
 def subjects(page: dict[str, Any]) -> list[str]:

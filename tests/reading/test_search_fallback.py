@@ -6,8 +6,7 @@ import datetime as dt
 from collections.abc import Iterator
 
 import pytest
-from harness import Account, new_account, search, served, start_dovecot
-from test_search import INBOX_NEWEST_FIRST
+from harness import INBOX_NEWEST_FIRST, Account, new_account, search, served, start_dovecot
 
 from imap_mcp.server.demo.dovecot import DEFAULT_CAPS, Dovecot
 from imap_mcp.server.demo.sample_mail import seed

@@ -12,10 +12,12 @@ from __future__ import annotations
 import contextlib
 import imaplib
 import os
+import shutil
 import signal
 import subprocess
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 UNPACKED = Path(
@@ -71,3 +73,25 @@ def stop_group(process: subprocess.Popen[bytes]) -> None:
 
 def read_tail(path: Path, size: int = 3000) -> str:
     return path.read_text(errors="replace")[-size:] if path.exists() else ""
+
+
+@dataclass
+class MatrixServer:
+    """What each launcher has: its temp dir, a plain and an implicit-TLS port on loopback, its process."""
+
+    base: Path | None = None
+    dir: Path = field(init=False)
+    port: int = field(init=False, default=0)
+    tls_port: int = field(init=False, default=0)
+    process: subprocess.Popen[bytes] | None = field(init=False, default=None)
+
+    @property
+    def cert_file(self) -> Path:
+        return self.dir / "tls" / "cert.pem"
+
+    def stop(self) -> None:
+        if self.process is not None:
+            stop_group(self.process)
+            self.process = None
+        if getattr(self, "dir", None) and self.dir.exists():
+            shutil.rmtree(self.dir, ignore_errors=True)

@@ -16,14 +16,13 @@ import base64
 import hashlib
 import os
 import shlex
-import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from imap_mcp.server.demo.dovecot import free_port, write_self_signed_cert
-from servers import UNPACKED, read_tail, stop_group, unpacked, wait_for_login
+from servers import UNPACKED, MatrixServer, read_tail, unpacked, wait_for_login
 
 ADMIN = ("courier-probe", "courier-probe-pw")
 FOLDERS = ("Drafts", "Sent", "Trash", "Junk", "Archive")
@@ -57,24 +56,15 @@ LOGIN = "/usr/lib/courier/courier/imaplogin /usr/bin/imapd Maildir"
 
 
 @dataclass
-class Courier:
+class Courier(MatrixServer):
     """One running instance; `start()`, `add_user()`, `stop()`."""
 
     name = "courier"
     prefix = "INBOX."
     delimiter = "."
-    base: Path | None = None
-    dir: Path = field(init=False)
-    port: int = field(init=False, default=0)
-    tls_port: int = field(init=False, default=0)
-    process: subprocess.Popen[bytes] | None = field(init=False, default=None)
     #: userdb entries (uid, home, Maildir) and userdbshadow entries (password hash) by login
     users: dict[str, str] = field(init=False, default_factory=dict)
     passwords: dict[str, str] = field(init=False, default_factory=dict)
-
-    @property
-    def cert_file(self) -> Path:
-        return self.dir / "tls" / "cert.pem"
 
     @property
     def _log(self) -> Path:
@@ -180,10 +170,3 @@ wait
             check=True,
             capture_output=True,
         )
-
-    def stop(self) -> None:
-        if self.process is not None:
-            stop_group(self.process)
-            self.process = None
-        if getattr(self, "dir", None) and self.dir.exists():
-            shutil.rmtree(self.dir, ignore_errors=True)

@@ -13,33 +13,24 @@ import pwd
 import shutil
 import subprocess
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from imap_mcp.server.demo.dovecot import free_port, write_self_signed_cert
-from servers import read_tail, stop_group, unpacked, wait_for_login
+from servers import MatrixServer, read_tail, unpacked, wait_for_login
 
 ADMIN = ("cyrus-admin", "cyrus-admin-pw")
 AUTOCREATED = ("Drafts", "Sent", "Trash", "Junk", "Archive")
 
 
 @dataclass
-class Cyrus:
+class Cyrus(MatrixServer):
     """One running instance; `start()`, `add_user()`, `stop()`."""
 
     name = "cyrus"
     #: the personal namespace: prefix and hierarchy delimiter
     prefix = ""
     delimiter = "/"
-    base: Path | None = None
-    dir: Path = field(init=False)
-    port: int = field(init=False, default=0)
-    tls_port: int = field(init=False, default=0)
-    process: subprocess.Popen[bytes] | None = field(init=False, default=None)
-
-    @property
-    def cert_file(self) -> Path:
-        return self.dir / "tls" / "cert.pem"
 
     @property
     def _sasldb(self) -> Path:
@@ -154,10 +145,3 @@ DAEMON {{
         )
         if os.geteuid() == 0:
             shutil.chown(self._sasldb, user="nobody")
-
-    def stop(self) -> None:
-        if self.process is not None:
-            stop_group(self.process)
-            self.process = None
-        if getattr(self, "dir", None) and self.dir.exists():
-            shutil.rmtree(self.dir, ignore_errors=True)
