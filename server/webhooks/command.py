@@ -43,10 +43,10 @@ def add_webhook_commands(commands: Any) -> None:
     setting = actions.add_parser("set", help="save and turn on the webhook; prints the signing secret once")
     setting.add_argument("--url", required=True, help="where events are POSTed (https://…)")
     setting.add_argument("--auth-header", help="a header sent with every event, e.g. 'Authorization: Bearer …'")
-    actions.add_parser("show", help="what get_webhook_status shows (never the URL or secrets)")
-    actions.add_parser("clear", help="remove the webhook and its outbox")
+    show = actions.add_parser("show", help="what get_webhook_status shows (never the URL or secrets)")
+    clear = actions.add_parser("clear", help="remove the webhook and its outbox")
     watch = commands.add_parser("watch", help="watch INBOX and deliver new-mail events (one active per account)")
-    for parser in (webhook, watch):
+    for parser in (setting, show, clear, watch):
         parser.add_argument("--account", metavar="NAME", help="the account of IMAP_MCP_ACCOUNTS_FILE (one per watcher)")
 
 

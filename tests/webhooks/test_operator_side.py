@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from harness import Account
+from harness import Account, accounts_env, new_account
 from watching import Operator, operating
 from webhook_helpers import ACCOUNT, add_events, new_key
 
 from imap_mcp.server.config import ConfigError, Secret
+from imap_mcp.server.demo.dovecot import Dovecot
 from imap_mcp.server.webhooks.cipher import StoreCipher, Unreadable
 from imap_mcp.server.webhooks.delivery import record_failure, record_success
 from imap_mcp.server.webhooks.rows import load_row, save_endpoint
@@ -176,3 +179,23 @@ def test_delivery_pauses_at_the_tenth_failure_in_a_row_and_a_success_clears_it(t
     with store.transaction() as tx:
         row = load_row(tx, ACCOUNT)
     assert row is not None and not row.paused and row.consecutive_failures == 0 and row.delivered_sequence == 1
+
+
+def test_with_an_accounts_file_each_command_names_its_account(dovecot: Dovecot, tmp_path: Path) -> None:
+    """`--account NAME` picks the account of IMAP_MCP_ACCOUNTS_FILE; each account has its own webhook."""
+    alice, bob = new_account(dovecot), new_account(dovecot)
+    env = {
+        **accounts_env(tmp_path, alice, bob),
+        "IMAP_MCP_STORE": f"sqlite:///{tmp_path / 'store.sqlite3'}",
+        "IMAP_MCP_STORE_KEYS": new_key(),
+    }
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "imap_mcp.server", *args]
+        return subprocess.run(command, env=env, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+
+    assert run("webhook", "set", "--account", "bob", "--url", URL).returncode == 0
+    assert json.loads(run("webhook", "show", "--account", "bob").stdout)["state"] == "active"
+    assert json.loads(run("webhook", "show", "--account", "alice").stdout)["state"] == "not_configured"
+    unnamed = run("webhook", "show")
+    assert unnamed.returncode == 2 and "--account" in unnamed.stderr and "alice" in unnamed.stderr
