@@ -345,6 +345,16 @@ def mailbox_names(account: Account) -> set[str]:
 # --- Approvals (delete/move/manage_mailbox): ids, a scripted person, servers that lack things ---
 
 
+def inbox_uids(account: Account) -> set[int]:
+    """The UIDs INBOX holds now, as another mail client sees them."""
+    client = account.imap()
+    try:
+        client.select_folder("INBOX", readonly=True)
+        return set(client.search(["ALL"]))
+    finally:
+        client.logout()
+
+
 def message_ids(account: Account, mailbox: str) -> list[str]:
     """The ids of every message in `mailbox` (named as `Account.mailbox` takes it), as search_messages returns them."""
     from imap_mcp.server.imap.message_ids import MessageRef

@@ -10,7 +10,7 @@ from typing import Any
 
 import httpx2
 import pytest
-from harness import Account, answer, first_round, http_server
+from harness import Account, answer, first_round, http_server, inbox_uids
 from load_balancer import round_robin
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
@@ -72,15 +72,6 @@ def inbox_ref(account: Account, position: int = 0) -> MessageRef:
     try:
         uidvalidity = client.select_folder("INBOX", readonly=True)[b"UIDVALIDITY"]
         return MessageRef("INBOX", uidvalidity, sorted(client.search(["ALL"]))[position])
-    finally:
-        client.logout()
-
-
-def inbox_uids(account: Account) -> set[int]:
-    client = account.imap()
-    try:
-        client.select_folder("INBOX", readonly=True)
-        return set(client.search(["ALL"]))
     finally:
         client.logout()
 

@@ -14,6 +14,7 @@ from harness import (
     append_message,
     ask,
     error_text,
+    inbox_uids,
     message_ids,
     served,
     stdio_params,
@@ -40,15 +41,6 @@ def mail(subject: str, sender: str = SENDER) -> bytes:
 def from_sender(account: Account, count: int) -> list[int]:
     """Append `count` messages from SENDER to INBOX; their UIDs."""
     return [append_message(account, mail(f"query test {n}")) for n in range(count)]
-
-
-def inbox_uids(account: Account) -> set[int]:
-    client = account.imap()
-    try:
-        client.select_folder("INBOX", readonly=True)
-        return set(client.search(["ALL"]))
-    finally:
-        client.logout()
 
 
 QUERY = {"mailbox": "INBOX", "from": "query.sender@example.org"}
