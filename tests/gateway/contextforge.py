@@ -4,8 +4,9 @@
 ContextForge needs Python 3.12 or newer; the tests' own venv may be 3.11. The interpreter is found
 in this order: `$CONTEXTFORGE_PYTHON`, `python3.13` and `python3.12` on PATH, then pyenv's
 installed versions (`$PYENV_ROOT/versions/3.1[2-9]*`, default `~/.pyenv`). A machine without one is
-a failure that says so, never a skip. The gateway is installed once into `.contextforge/venv` here
-(ignored by git) from the pinned list, under a file lock (pytest-xdist workers may arrive together).
+a failure that says so, never a skip. The gateway is installed once into `.cache/contextforge/venv` at the
+project root (ignored by git, outside tests/) from the pinned list, under a file lock (pytest-xdist
+workers may arrive together).
 
 An operator starts `mcpgateway` with SQLite, admin credentials and a JWT secret, signs an admin
 token with `mcpgateway.utils.create_jwt_token`, registers imap-mcp over Streamable HTTP
@@ -33,7 +34,8 @@ import pytest
 
 HERE = Path(__file__).parent
 REQUIREMENTS = HERE / "contextforge-requirements.txt"
-VENV = HERE / ".contextforge" / "venv"
+#: outside tests/: the gateway's own packages carry test helpers (skip markers) that are not this project's tests
+VENV = HERE.parents[1] / ".cache" / "contextforge" / "venv"
 GATEWAY = VENV / "bin" / "mcpgateway"
 INSTALLED_STAMP = VENV / ".installed-from"
 PINNED_VERSION = "1.1.0"
