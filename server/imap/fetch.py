@@ -14,7 +14,8 @@
 - `read_lines_boundedly` makes a new connection skip overlong FETCH responses (`long_lines`);
   `in_step` says whether a command was left unfinished on a connection (then it must be closed).
 
-This module is the one place that reaches into imapclient's private API (`_imap`, the imaplib
+This module and `fetch_parser` (which reads FETCH responses faster than imapclient, with its own
+conversions) are the one place that reaches into imapclient's private API (`_imap`, the imaplib
 connection, `_raw_command_untagged`, `_checkok`), the way imapclient's own methods do; an
 imapclient upgrade is checked here.
 """
@@ -27,8 +28,8 @@ from typing import Any
 
 from imapclient import IMAPClient
 from imapclient.exceptions import ProtocolError
-from imapclient.response_parser import parse_fetch_response
 
+from imap_mcp.server.imap.fetch_parser import parse_fetch_response
 from imap_mcp.server.imap.long_lines import MAX_LINE, OVERSIZED, bound_lines
 from imap_mcp.server.imap.uid_sets import compress, expand
 
@@ -93,7 +94,7 @@ def _parsed(response: list[Any]) -> tuple[int | None, FetchData]:
     if isinstance(last, bytes) and last.endswith(OVERSIZED):
         return None, {UNREADABLE: TOO_LONG}
     try:
-        parsed = parse_fetch_response(response, normalise_times=False, uid_is_key=False)
+        parsed = parse_fetch_response(response)
     except (ProtocolError, ValueError, TypeError, IndexError):  # what imapclient raises on what it cannot read
         return None, {UNREADABLE: NOT_UNDERSTOOD}
     values: FetchData = next(iter(parsed.values()), {})
@@ -166,7 +167,7 @@ def _uids_of_numbers(client: IMAPClient, unread_numbers: dict[int, str]) -> dict
     if not unread_numbers:
         return {}
     data = _fetched(client, False, compress(unread_numbers), ["UID"])
-    found = parse_fetch_response(data, normalise_times=False, uid_is_key=False)
+    found = parse_fetch_response(data)
     return {values[b"UID"]: unread_numbers[number] for number, values in found.items() if number in unread_numbers}
 
 
