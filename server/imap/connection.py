@@ -15,6 +15,7 @@ from imap_mcp.server.config import ImapSettings
 from imap_mcp.server.errors import MailboxError
 from imap_mcp.server.imap.deadline import watch
 from imap_mcp.server.imap.fetch import read_lines_boundedly
+from imap_mcp.server.imap.mailbox_state import enable_qresync
 from imap_mcp.server.oauth.errors import OAuthError
 from imap_mcp.server.oauth.sasl import imap_login
 from imap_mcp.server.tls import tls_context
@@ -87,6 +88,7 @@ def connect(settings: ImapSettings) -> IMAPClient:
         if settings.tls == "starttls":
             client.starttls(tls_context(settings.ca_file))
         log_in(client, settings)
+        enable_qresync(client)
     except TimeoutError:
         _close_quietly(client)
         raise _timed_out(settings, "STARTTLS and the answer to LOGIN") from None

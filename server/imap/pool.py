@@ -14,10 +14,11 @@ An `InMailbox` operation reads one mailbox. The pool EXAMINEs it (read-only, so 
 does can change flags) and remembers that the connection has it examined, so the next read
 of the same mailbox on that connection skips the EXAMINE, which on a large Maildir also
 saves the server re-reading its UID list. The memory is only a shortcut: before every such
-read the pool sends NOOP (the server reports new and expunged messages, or drops the session
-if the mailbox was renumbered) and STATUS UIDVALIDITY, and it EXAMINEs again whenever the
-UIDVALIDITY differs. Any other operation may select what it likes, so after one the pool
-forgets what the connection had selected.
+read the pool sends NOOP and STATUS together, in one round trip (`mailbox_state.noop_then_status`:
+the NOOP makes the server report new and expunged messages, or drop the session if the mailbox
+was renumbered), and it EXAMINEs again whenever the UIDVALIDITY differs. The STATUS also gives the
+mailbox's state (`Examined.state`), which the search-order cache reuses. Any other operation may
+select what it likes, so after one the pool forgets what the connection had selected.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from imap_mcp.server.imap.connection import abandon, close, connect
 from imap_mcp.server.imap.deadline import Deadline, watch
 from imap_mcp.server.imap.failures import LIBRARY_ERRORS, explain, server_text
 from imap_mcp.server.imap.fetch import in_step
+from imap_mcp.server.imap.mailbox_state import MailboxState, mailbox_state, noop_then_status
 from imap_mcp.server.imap.uidvalidity import settle
 
 T = TypeVar("T")
@@ -66,10 +68,13 @@ class NoSuchMailbox(MailboxError):
 
 @dataclass(frozen=True)
 class Examined:
-    """A mailbox examined on a connection, with the UIDVALIDITY the server reported just now."""
+    """A mailbox examined on a connection, with the UIDVALIDITY the server reported just now and, where
+    it has CONDSTORE, the mailbox's state as a STATUS reported it right after the session's view was
+    brought up to date (EXAMINE or NOOP)."""
 
     mailbox: str
     uidvalidity: int
+    state: MailboxState | None = None
 
 
 @dataclass(frozen=True)
@@ -89,6 +94,7 @@ def examine(client: IMAPClient, mailbox: str) -> Examined:
     try:
         settle(client, mailbox)
         response = client.select_folder(mailbox, readonly=True)
+        state = mailbox_state(client, mailbox)
     except imaplib.IMAP4.abort:
         raise  # the connection dropped (a connection error, retried): not a mailbox that cannot be opened
     except IMAPClientError as exc:
@@ -96,17 +102,20 @@ def examine(client: IMAPClient, mailbox: str) -> Examined:
             f"Mailbox {mailbox!r} cannot be opened ({server_text(exc)}); check the name with list_mailboxes "
             "and pass it exactly as listed."
         ) from None
-    return Examined(mailbox, int(response[b"UIDVALIDITY"]))
+    uidvalidity = int(response[b"UIDVALIDITY"])
+    return Examined(mailbox, uidvalidity, state if state is not None and state.uidvalidity == uidvalidity else None)
 
 
-def _current_uidvalidity(client: IMAPClient, mailbox: str) -> int | None:
-    """Sync the examined view (NOOP), then ask the server for the mailbox's UIDVALIDITY now."""
-    client.noop()
+def _still_examined(client: IMAPClient, known: Examined) -> Examined | None:
+    """`known` with the mailbox's state now, after bringing the session's view up to date; None when the
+    mailbox is gone or was renumbered (a new UIDVALIDITY)."""
     try:
-        status = client.folder_status(mailbox, [b"UIDVALIDITY"])
+        uidvalidity, state = noop_then_status(client, known.mailbox)
+    except imaplib.IMAP4.abort:
+        raise  # the connection dropped: the pool retries on a fresh one
     except IMAPClientError:
         return None
-    return int(status[b"UIDVALIDITY"])
+    return Examined(known.mailbox, known.uidvalidity, state) if uidvalidity == known.uidvalidity else None
 
 
 @dataclass(frozen=True)
@@ -218,14 +227,10 @@ class ImapPool:
         """`mailbox` examined on `connection`, re-EXAMINEd unless the server confirms the remembered UIDVALIDITY."""
         known = connection.examined
         connection.examined = None
-        still_valid = (
-            known is not None
-            and known.mailbox == mailbox
-            and _current_uidvalidity(connection.client, mailbox) == known.uidvalidity
-        )
-        if known is not None and still_valid:
-            connection.examined = known
-            return known
+        still = _still_examined(connection.client, known) if known is not None and known.mailbox == mailbox else None
+        if still is not None:
+            connection.examined = still
+            return still
         fresh = examine(connection.client, mailbox)
         with self._lock:
             self.examines += 1

@@ -26,6 +26,7 @@ from imapclient.response_parser import parse_message_list
 from pydantic import BaseModel, Field
 
 from imap_mcp.server.imap.fetch import UNREADABLE, FetchData, esearch_all, fetch, raw_untagged
+from imap_mcp.server.imap.mailbox_state import vanished_and_changed
 from imap_mcp.server.imap.message_ids import MessageRef
 from imap_mcp.server.imap.pool import Examined
 from imap_mcp.server.imap.uid_sets import expand
@@ -190,12 +191,18 @@ def _summary_or_unreadable(examined: Examined, uid: int, data: dict[bytes, Any])
         return _unreadable(examined, uid, data, "its headers or MIME structure could not be parsed")
 
 
-def page_summaries(client: IMAPClient, examined: Examined, page: Sequence[int]) -> list[MessageSummary]:
+def page_summaries(
+    client: IMAPClient, examined: Examined, page: Sequence[int], fetched: dict[int, FetchData] | None = None
+) -> list[MessageSummary]:
     """The summaries of `page`, in its order; a message whose summary cannot be fetched is listed as unreadable.
 
-    For those, only FLAGS, INTERNALDATE and RFC822.SIZE are fetched again (their response is short).
+    `fetched` may already hold the summary items of some (from `page_of`); only the others are fetched. For
+    unreadable ones, only FLAGS, INTERNALDATE and RFC822.SIZE are fetched again (their response is short).
     """
-    found = fetch(client, page, SUMMARY_ITEMS) if page else {}
+    found = {uid: fetched[uid] for uid in page if fetched and _summarised(fetched.get(uid, {}))}
+    missing = [uid for uid in page if uid not in found]
+    if missing:
+        found.update(fetch(client, missing, SUMMARY_ITEMS))
     unreadable = [uid for uid in page if UNREADABLE in found.get(uid, {})]
     basics = fetch(client, unreadable, BASIC_ITEMS) if unreadable else {}
     summaries: list[MessageSummary] = []
@@ -205,6 +212,11 @@ def page_summaries(client: IMAPClient, examined: Examined, page: Sequence[int]) 
         elif uid in found and uid not in unreadable:
             summaries.append(_summary_or_unreadable(examined, uid, found[uid]))
     return summaries
+
+
+def _summarised(data: FetchData) -> bool:
+    """Whether `data` holds a message's summary items, or says why they could not be read."""
+    return b"ENVELOPE" in data or UNREADABLE in data
 
 
 def _keys(query: SearchQuery, within: str | None) -> list[bytes]:
@@ -255,18 +267,26 @@ def _timestamp(data: FetchData) -> float:
     return (received if isinstance(received, dt.datetime) else _EPOCH).timestamp()
 
 
-def page_of(client: IMAPClient, ordered: Sequence[int], offset: int, limit: int) -> list[int]:
+def page_of(
+    client: IMAPClient, ordered: Sequence[int], offset: int, limit: int, items: Sequence[str] = ("INTERNALDATE",)
+) -> tuple[list[int], dict[int, FetchData]]:
     """`ordered[offset:offset + limit]`, with every run of equal INTERNALDATEs that reaches into it
-    in descending UID order (the later arrival first).
+    in descending UID order (the later arrival first); and what was fetched on the way: `items` (which
+    should include INTERNALDATE) for the page and its two neighbours, INTERNALDATE for the rest.
 
     Each such run is read whole (the dates of the page, its neighbours, and further while the run
     goes on), so a run split across two pages is ordered alike on both: paging stays gap-free.
+    Passing the summary items as `items` fetches a page's summaries and its dates in one command.
     """
     stop = min(offset + limit, len(ordered))
     if offset >= stop:
-        return []
+        return [], {}
     low, high = max(offset - 1, 0), min(stop + 1, len(ordered))
-    dates = {uid: _timestamp(data) for uid, data in fetch(client, ordered[low:high], ["INTERNALDATE"]).items()}
+    fetched = fetch(client, ordered[low:high], items)
+    undated = [uid for uid in ordered[low:high] if b"INTERNALDATE" not in fetched.get(uid, {})]
+    for uid, data in fetch(client, undated, ["INTERNALDATE"]).items() if undated else ():
+        fetched.setdefault(uid, {}).update(data)
+    dates = {uid: _timestamp(data) for uid, data in fetched.items()}
 
     def date_at(index: int) -> float:
         return dates.get(ordered[index], 0.0)
@@ -280,7 +300,7 @@ def page_of(client: IMAPClient, ordered: Sequence[int], offset: int, limit: int)
         dates.update((uid, _timestamp(data)) for uid, data in fetch(client, more, ["INTERNALDATE"]).items())
         high += len(more)
     window = sorted(ordered[low:high], key=lambda uid: (-dates.get(uid, 0.0), -uid))
-    return window[offset - low : stop - low]
+    return window[offset - low : stop - low], fetched
 
 
 def newest_first(client: IMAPClient, query: SearchQuery, within: str | None = None) -> list[int]:
@@ -331,6 +351,9 @@ class LiveSearch:
             return set(expand(found)) if found else set()
         return set(parse_message_list(raw_untagged(self.client, b"SEARCH", keys)))
 
+    def vanished_and_changed(self, modseq: int, uid_set: str) -> tuple[set[int], set[int]] | None:
+        return vanished_and_changed(self.client, modseq, uid_set)
+
     def not_older(self, newer: int, older: int) -> bool:
         """Whether message `newer` was received no earlier than message `older` (INTERNALDATE)."""
         dates = fetch(self.client, [newer, older], ["INTERNALDATE"])
@@ -344,11 +367,11 @@ def search_page(
     if cache is None:
         ordered: Sequence[int] = newest_first(client, query)
     else:
-        ordered = cache.ordered(client, examined.mailbox, LiveSearch(client, query))
-    page = page_of(client, ordered, query.offset, query.limit)
+        ordered = cache.ordered(examined, LiveSearch(client, query))
+    page, fetched = page_of(client, ordered, query.offset, query.limit, SUMMARY_ITEMS)
     return SearchPage(
         mailbox=examined.mailbox,
         total=len(ordered),
         offset=query.offset,
-        messages=page_summaries(client, examined, page),
+        messages=page_summaries(client, examined, page, fetched),
     )

@@ -3,17 +3,24 @@
 Sorting 100,000 messages costs the server a tenth of a second or more, every time. What a search
 matches, and in which order, changes only in ways one STATUS (UIDVALIDITY, UIDNEXT, MESSAGES,
 HIGHESTMODSEQ; CONDSTORE, RFC 7162) tells apart, because a message's headers, body and
-INTERNALDATE never change:
+INTERNALDATE never change. That STATUS is the one the pool sends before every read
+(`Examined.state`), right after the session's view was brought up to date:
 
 - nothing moved: the remembered order is the answer (`hits`);
 - messages arrived (UIDNEXT grew): only the UIDs from the old UIDNEXT up to the new one are
   searched and sorted, and put in front, when the oldest of them was received no earlier than the
   newest remembered match (else everything is sorted again: mail appended with an old date);
-- messages left (fewer messages than the old ones and the arrivals add up to): the remembered
-  matches still there are asked for in one `UID SEARCH UID <set>`, and the rest dropped;
+- messages left (fewer messages than the old ones and the arrivals add up to): with QRESYNC the
+  server names them (`VANISHED`, below); otherwise the remembered matches still there are asked for
+  in one `UID SEARCH UID <set>`. The others are dropped;
 - flags changed (HIGHESTMODSEQ grew): a search about content alone is unaffected; one that looks at
-  flags (unread_only, flagged_only) re-checks only the UIDs changed since (`SEARCH MODSEQ`):
-  those that stopped matching are dropped; one that started matching means sorting everything again.
+  flags (unread_only, flagged_only) re-checks only the UIDs changed since (`SEARCH MODSEQ`, or the
+  QRESYNC command below when it ran anyway): those that stopped matching are dropped; one that started
+  matching means sorting everything again (its place in the order is not known).
+
+With QRESYNC, one `UID FETCH 1:<old UIDNEXT - 1> (UID) (CHANGEDSINCE <old HIGHESTMODSEQ> VANISHED)`
+answers both questions with only what changed, instead of a search whose answer is as long as the
+remembered result (100,000 UIDs for an unfiltered search of a 100,000-message INBOX).
 
 Each step asks the server about the current state of exactly the UIDs it could affect, so the
 result is the one a fresh search gives (a property test drives random interleavings against one).
@@ -28,31 +35,12 @@ from array import array
 from collections import OrderedDict
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
+from itertools import filterfalse
 from typing import Protocol
 
-from imapclient import IMAPClient
-
+from imap_mcp.server.imap.mailbox_state import MailboxState
+from imap_mcp.server.imap.pool import Examined
 from imap_mcp.server.imap.uid_sets import compress
-
-STATE_ITEMS = (b"UIDVALIDITY", b"UIDNEXT", b"MESSAGES", b"HIGHESTMODSEQ")
-
-
-@dataclass(frozen=True)
-class MailboxState:
-    uidvalidity: int
-    uidnext: int
-    messages: int
-    highestmodseq: int
-
-
-def mailbox_state(client: IMAPClient, mailbox: str) -> MailboxState | None:
-    """The mailbox's state now, or None when the server cannot report flag changes (no CONDSTORE)."""
-    if not client.has_capability("CONDSTORE"):
-        return None
-    status = client.folder_status(mailbox, list(STATE_ITEMS))
-    if not all(item in status for item in STATE_ITEMS):
-        return None
-    return MailboxState(*(int(status[item]) for item in STATE_ITEMS))
 
 
 class Search(Protocol):
@@ -79,6 +67,10 @@ class Search(Protocol):
     def changed_since(self, modseq: int, uid_set: str) -> set[int]:
         """The UIDs of `uid_set` whose flags changed after `modseq`."""
 
+    def vanished_and_changed(self, modseq: int, uid_set: str) -> tuple[set[int], set[int]] | None:
+        """The UIDs of `uid_set` that left the mailbox after `modseq` and those whose flags changed after it;
+        None when the server cannot say in one command (no QRESYNC)."""
+
     def not_older(self, newer: int, older: int) -> bool:
         """Whether message `newer` was received no earlier than `older`."""
 
@@ -100,12 +92,13 @@ class OrderCache:
         self.updates = 0  #: results brought up to date without sorting everything again
         self.full = 0  #: results sorted from scratch
 
-    def ordered(self, client: IMAPClient, mailbox: str, search: Search) -> Sequence[int]:
-        """`search`'s matches, newest first: remembered, brought up to date, or (when neither) searched anew."""
-        state = mailbox_state(client, mailbox)
+    def ordered(self, examined: Examined, search: Search) -> Sequence[int]:
+        """`search`'s matches in the examined mailbox, newest first: remembered, brought up to date, or (when
+        neither) searched anew."""
+        state = examined.state
         if state is None:
             return search.everything()
-        key = (mailbox, search.key)
+        key = (examined.mailbox, search.key)
         with self._lock:
             entry = self._entries.get(key)
         result = self._brought_up_to_date(entry, state, search) if entry is not None else None
@@ -138,11 +131,15 @@ class OrderCache:
         ordered = entry.ordered
         arrived_range = f"{old.uidnext}:{state.uidnext - 1}" if state.uidnext > old.uidnext else None
         arrived = search.existing_among(arrived_range) if arrived_range else set()
-        if ordered and state.messages - len(arrived) != old.messages:  # some of the old messages left
+        some_left = bool(ordered) and state.messages - len(arrived) != old.messages
+        since = search.vanished_and_changed(old.highestmodseq, f"1:{old.uidnext - 1}") if some_left else None
+        if since is not None:
+            ordered = array("I", filterfalse(since[0].__contains__, ordered))
+        elif some_left:
             kept = search.existing_among(compress(ordered))
-            ordered = array("I", (uid for uid in ordered if uid in kept))
+            ordered = array("I", filter(kept.__contains__, ordered))
         if search.flag_dependent and state.highestmodseq != old.highestmodseq and old.uidnext > 1:
-            changed = search.changed_since(old.highestmodseq, f"1:{old.uidnext - 1}")
+            changed = since[1] if since is not None else search.changed_since(old.highestmodseq, f"1:{old.uidnext - 1}")
             if changed:
                 now = search.matching_among(compress(changed))
                 if now - set(ordered):  # a message started matching: its place needs a full sort

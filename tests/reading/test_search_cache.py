@@ -10,6 +10,7 @@ import pytest
 from harness import Account, append_message, served, structured
 from imapclient import IMAPClient
 
+from imap_mcp.server.imap.mailbox_state import enable_qresync, vanished_and_changed
 from imap_mcp.server.imap.pool import examine
 from imap_mcp.server.reading.search import SearchQuery, search_page
 from imap_mcp.server.reading.search_cache import OrderCache
@@ -122,11 +123,17 @@ def _random_step(rng: random.Random, other: IMAPClient, clock: list[dt.datetime]
 
 @pytest.mark.servers("dovecot", "cyrus", reason="the order is kept up to date only where CONDSTORE reports changes")
 @pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("qresync", [False, True], ids=["search-for-what-left", "qresync-vanished"])
 def test_random_interleavings_of_changes_and_searches_match_a_fresh_search(
-    account: Account, client: IMAPClient, seed: int
+    account: Account, seed: int, qresync: bool
 ) -> None:
+    """With QRESYNC enabled (as every pooled connection has it where offered) the messages that left are
+    named by VANISHED; without, they are found by a search. Both must match a fresh search at every step."""
     rng = random.Random(seed)
     cache = OrderCache()
+    client = account.imap()
+    if qresync:
+        enable_qresync(client)
     other = account.imap()
     other.select_folder("INBOX")
     clock = [dt.datetime(2026, 11, 1, tzinfo=dt.UTC)]
@@ -137,6 +144,9 @@ def test_random_interleavings_of_changes_and_searches_match_a_fresh_search(
                 assert cached == page(client, None, limit=100, **query), (seed, step, query)  # type: ignore[arg-type]
             for _ in range(rng.choice([0, 1, 1, 2])):
                 _random_step(rng, other, clock)
+        asked_server = vanished_and_changed(client, 1, "1:*")
     finally:
         other.logout()
+        client.logout()
     assert cache.updates > 0 and cache.hits > 0 and cache.memory_bytes() > 0
+    assert (asked_server is not None) == qresync  # the path named in the test id is the one that ran
