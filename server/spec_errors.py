@@ -59,7 +59,8 @@ class StrictParams:
         params = ctx.params if isinstance(ctx.params, dict) else {}
         name = params.get("name")
         if ctx.method == "tools/call" and isinstance(name, str):
-            if name not in {tool.name for tool in await self._mcp.list_tools()}:
+            # one lookup in the SDK's registry, not a listing of every tool with its schemas on every call
+            if self._mcp._tool_manager.get_tool(name) is None:
                 raise MCPError(INVALID_PARAMS, f"Unknown tool: {name}", {"name": name})
         elif ctx.method == "prompts/get" and isinstance(name, str):
             await self._check_prompt(name, params.get("arguments"))

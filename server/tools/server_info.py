@@ -31,7 +31,8 @@ RELEVANT_CAPABILITIES = {
     "UIDPLUS": "exact expunge of the chosen UIDs, and exactly-once sending arbitrated in Sent",
     "SORT": "search results sorted by the server",
     "ESEARCH": "compact search results from the server",
-    "CONDSTORE": "cached search order reused while the mailbox is unchanged",
+    "CONDSTORE": "cached search order reused while the mailbox is unchanged, and brought up to date after a change",
+    "QRESYNC": "messages that left the mailbox named by the server (VANISHED) when a cached search order is updated",
     "SPECIAL-USE": "mailbox roles (sent, drafts, trash, ...) from the server",
 }
 

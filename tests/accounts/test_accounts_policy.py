@@ -133,6 +133,7 @@ async def test_get_server_info_in_both_eras(empty_account: Account, mode: str, d
     }
     capabilities = {c["name"]: c["present"] for c in info["imap"]["capabilities"]}
     assert info["imap"]["reachable"] is True and capabilities["MOVE"] is True and capabilities["UIDPLUS"] is True
+    assert capabilities["QRESYNC"] is True  # Dovecot offers it; the order cache uses its VANISHED
     assert {"inbox": "INBOX", "sent": "Sent", "trash": "Trash", "drafts": "Drafts"}.items() <= info["imap"][
         "mailboxes_by_role"
     ].items()
