@@ -14,9 +14,9 @@ An `InMailbox` operation reads one mailbox. The pool EXAMINEs it (read-only, so 
 does can change flags) and remembers that the connection has it examined, so the next read
 of the same mailbox on that connection skips the EXAMINE, which on a large Maildir also
 saves the server re-reading its UID list. The memory is only a shortcut: before every such
-read the pool sends NOOP and STATUS together, in one round trip (`mailbox_state.noop_then_status`:
-the NOOP makes the server report new and expunged messages, or drop the session if the mailbox
-was renumbered), and it EXAMINEs again whenever the UIDVALIDITY differs. The STATUS also gives the
+read the pool sends NOOP, then one STATUS (`mailbox_state.noop_then_status`: the NOOP makes the
+server report new and expunged messages, or drop the session if the mailbox was renumbered), and
+it EXAMINEs again whenever the UIDVALIDITY differs. The STATUS also gives the
 mailbox's state (`Examined.state`), which the search-order cache reuses. Any other operation may
 select what it likes, so after one the pool forgets what the connection had selected.
 """

@@ -272,7 +272,10 @@ def decode_body(data: bytes, part: Part, complete: bool) -> str:
     if part.charset is None or _codec(part.charset) == "ascii":
         text = _guessed_text(raw, complete)
     else:
-        text = codecs.getincrementaldecoder(_codec(part.charset))(errors="replace").decode(raw, final=complete)
+        try:
+            text = codecs.getincrementaldecoder(_codec(part.charset))(errors="replace").decode(raw, final=complete)
+        except UnicodeError:  # e.g. UTF-32/UTF-16 without a byte-order mark: read as if no charset were declared
+            text = _guessed_text(raw, complete)
     return text.replace("\r\n", "\n")
 
 

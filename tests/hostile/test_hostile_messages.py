@@ -103,6 +103,22 @@ async def test_a_charset_that_is_no_text_encoding_never_decodes_through_that_cod
         await assert_still_reads_the_ordinary_message(client, ordinary_id)
 
 
+@pytest.mark.parametrize("charset", ["utf-32", "utf-16"])
+async def test_a_text_in_a_byte_order_charset_without_its_byte_order_mark_is_read_as_undeclared(
+    account: Account, charset: str
+) -> None:
+    """Found by the generated-mail test: Python's UTF-32 decoder raises even with errors="replace" when the
+    bytes do not start with a byte-order mark, and get_message crashed instead of answering."""
+    raw = head("charset " + charset, f"text/plain; charset={charset}") + b"plain words without a mark\r\n"
+    hostile_id, ordinary_id = appended_ids(account, raw, ORDINARY)
+    async with served(account) as client:
+        message = await read(client, hostile_id)
+        assert message["id"] == hostile_id and message["body"]["text"].strip() != ""
+        if charset == "utf-32":  # the decoder refuses: read as undeclared text (UTF-8 here)
+            assert message["body"]["text"] == "plain words without a mark\n"
+        await assert_still_reads_the_ordinary_message(client, ordinary_id)
+
+
 def many_addresses(count: int) -> bytes:
     addresses = ",\r\n ".join(f"person-{n:05d}@recipients.example.net" for n in range(count))
     return (
