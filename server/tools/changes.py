@@ -71,8 +71,8 @@ class MessageChange(BaseModel):
     count: int = Field(description="How many messages were changed.")
     ids: list[str] = Field(description=f"The ids that were changed (at most {LISTED_IDS_MAX}: see rest).")
     missing_ids: list[str] = Field(
-        description="Ids whose messages did not exist, so nothing happened to them (every id the call named; by "
-        f"query at most {LISTED_IDS_MAX})."
+        description=f"Ids whose messages did not exist, so nothing happened to them (at most {LISTED_IDS_MAX}: "
+        "see missing_count and rest)."
     )
     already_present_ids: list[str] = Field(
         default_factory=list,
@@ -96,12 +96,12 @@ class MessageChange(BaseModel):
     confirm_token: str | None = Field(default=None, description="Pass this back to run the change (token path).")
 
 
-def _ids(mailbox: str, uidvalidity: int | None, uids: tuple[int, ...], every: bool = False) -> list[str]:
-    """The ids of `uids`: the first `LISTED_IDS_MAX`, or `every` one (the caller's own ids, echoed as missing)."""
-    return [encode_id(MessageRef(mailbox, uidvalidity or 0, uid)) for uid in (uids if every else listed(uids))]
+def _ids(mailbox: str, uidvalidity: int | None, uids: tuple[int, ...]) -> list[str]:
+    """The ids of the first `LISTED_IDS_MAX` of `uids`."""
+    return [encode_id(MessageRef(mailbox, uidvalidity or 0, uid)) for uid in listed(uids)]
 
 
-def _rest(outcome: MessageChange, changed: tuple[int, ...]) -> str | None:
+def _rest(outcome: MessageChange, changed: tuple[int, ...], missing: tuple[int, ...]) -> str | None:
     """How to get the ids a large result does not list; None when every list is whole."""
     lists = (
         ("ids", outcome.ids, len(changed)),
@@ -115,6 +115,11 @@ def _rest(outcome: MessageChange, changed: tuple[int, ...]) -> str | None:
     text = f"{', '.join(cut)} list only the first {LISTED_IDS_MAX}; the counts are exact."
     if changed:
         text += f" UIDs in {outcome.mailbox!r}: {shown_uids(changed)}."
+    if len(outcome.missing_ids) < outcome.missing_count:
+        text += (
+            f" The missing ids are those of {outcome.mailbox!r} at the UIDs {shown_uids(missing)}: they name no "
+            "message now, so there is nothing to retry."
+        )
     if outcome.destination and outcome.new_count > len(outcome.new_ids):
         text += f" search_messages in {outcome.destination!r} lists the new ids (newest first)."
     return text
@@ -171,13 +176,12 @@ async def change_messages(
         request = message_change_request(tool, target, by_query.criteria, pin.text())
     # requested UIDs that did not exist when planned: never part of the target, nor of the question
     absent = left_out(selection.uids, set(target.uids))
-    every_missing = by_query is None  # ids the caller named are echoed whole; a query's are the server's
     if await on_mailbox(pool, lambda c: all_copied_already(c, target)):
-        return _nothing_to_copy(request.summary, target, absent, every_missing)
+        return _nothing_to_copy(request.summary, target, absent)
     decision = await guard.approve(ctx, request, confirm_token)
     channel = decision.channel
     if channel is None:
-        return decision.reply(lambda token: _pending(target, absent, token, every_missing))
+        return decision.reply(lambda token: _pending(target, absent, token))
     claim_lifetime = lifetime(pool.settings.timeout)
     with refusals():
         try:
@@ -213,7 +217,7 @@ async def change_messages(
         destination=target.destination,
         count=len(report.done),
         ids=_ids(target.source, target.source_uidvalidity, report.done),
-        missing_ids=_ids(target.source, target.source_uidvalidity, missing, every_missing),
+        missing_ids=_ids(target.source, target.source_uidvalidity, missing),
         already_present_ids=_ids(target.source, target.source_uidvalidity, report.already_present),
         new_ids=_ids(target.destination or "", report.destination_uidvalidity, new_uids),
         missing_count=len(missing),
@@ -222,11 +226,11 @@ async def change_messages(
         not_run_count=len(report.not_run),
         approved_by=channel.value,
     )
-    outcome.rest = _rest(outcome, report.done)
+    outcome.rest = _rest(outcome, report.done, missing)
     return text_result(_describe(request.summary, outcome, new_uids), outcome)
 
 
-def _pending(target: PlannedMessageChange, absent: tuple[int, ...], token: str, every_missing: bool) -> MessageChange:
+def _pending(target: PlannedMessageChange, absent: tuple[int, ...], token: str) -> MessageChange:
     """The token path's first answer: nothing ran; repeat with `token`."""
     pending = MessageChange(
         status="confirmation_required",
@@ -235,13 +239,13 @@ def _pending(target: PlannedMessageChange, absent: tuple[int, ...], token: str, 
         destination=target.destination,
         count=0,
         ids=_ids(target.source, target.source_uidvalidity, target.uids),
-        missing_ids=_ids(target.source, target.source_uidvalidity, absent, every_missing),
+        missing_ids=_ids(target.source, target.source_uidvalidity, absent),
         new_ids=[],
         missing_count=len(absent),
         approved_by=None,
         confirm_token=token,
     )
-    pending.rest = _rest(pending, target.uids)
+    pending.rest = _rest(pending, target.uids, absent)
     return pending
 
 
@@ -264,9 +268,7 @@ def _nothing_matched(
     return text_result(text, outcome)
 
 
-def _nothing_to_copy(
-    summary: str, target: PlannedMessageChange, absent: tuple[int, ...], every_missing: bool
-) -> CallToolResult:
+def _nothing_to_copy(summary: str, target: PlannedMessageChange, absent: tuple[int, ...]) -> CallToolResult:
     """The answer, without a question, to a copy whose every message the destination already holds."""
     outcome = MessageChange(
         status="nothing_to_do",
@@ -275,14 +277,14 @@ def _nothing_to_copy(
         destination=target.destination,
         count=0,
         ids=[],
-        missing_ids=_ids(target.source, target.source_uidvalidity, absent, every_missing),
+        missing_ids=_ids(target.source, target.source_uidvalidity, absent),
         already_present_ids=_ids(target.source, target.source_uidvalidity, target.uids),
         new_ids=[],
         missing_count=len(absent),
         already_present_count=len(target.uids),
         approved_by=None,
     )
-    outcome.rest = _rest(outcome, ())
+    outcome.rest = _rest(outcome, (), absent)
     return text_result(_describe(summary, outcome, ()) + " Nobody was asked.", outcome)
 
 
