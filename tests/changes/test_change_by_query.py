@@ -8,12 +8,14 @@ from typing import Any
 
 import pytest
 from harness import (
+    MODES,
     Account,
     Person,
     answer,
     append_message,
     ask,
     error_text,
+    http_server,
     inbox_uids,
     message_ids,
     served,
@@ -183,8 +185,9 @@ async def test_bad_queries_are_refused_and_change_nothing(account: Account, args
     assert message_ids(account, "INBOX") == before
 
 
-@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
-async def test_a_long_change_reports_progress_over_stdio_to_a_client_that_asked(account: Account, mode: str) -> None:
+async def progress_of_a_long_change(account: Account, server: Any, mode: str) -> None:
+    """A copy then a move of 2 batches and a bit, by query: progress after each batch to the call that passed a
+    progress token, none to the one that did not."""
     count = 2 * BATCH + 10
     bulk(account, count)
     seen: list[tuple[float, float | None, str | None]] = []
@@ -193,12 +196,24 @@ async def test_a_long_change_reports_progress_over_stdio_to_a_client_that_asked(
         seen.append((done, total, message))
 
     args = {"query": QUERY, "destination": "Archive", "mode": "copy"}
-    async with Client(stdio_params(account.env()), mode=mode, elicitation_callback=Person()) as client:
+    async with Client(server, mode=mode, elicitation_callback=Person()) as client:
         result = await client.call_tool("move_messages", args, progress_callback=progress)
         quiet = await client.call_tool("move_messages", {**args, "mode": "move"})  # no progress token: none sent
     assert structured(result)["count"] == count and structured(quiet)["count"] == count
     assert [(done, total) for done, total, _ in seen] == [(BATCH, count), (2 * BATCH, count), (count, count)]
     assert all(message and message.startswith("copy ") for _, _, message in seen)
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_long_change_reports_progress_over_stdio_to_a_client_that_asked(account: Account, mode: str) -> None:
+    await progress_of_a_long_change(account, stdio_params(account.env()), mode)
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_long_change_reports_progress_over_http_to_a_client_that_asked(account: Account, mode: str) -> None:
+    """2026-07-28: the POST's response turns into an SSE stream; 2025-11-25: in the session's SSE response."""
+    with http_server(account.env()) as url:
+        await progress_of_a_long_change(account, url, mode)
 
 
 def test_a_change_stopped_between_batches_reports_exactly_the_batches_that_ran(account: Account) -> None:
