@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
+from imapclient import IMAPClient
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, InputRequiredResult
 from pydantic import BaseModel, Field
@@ -13,6 +14,7 @@ from imap_mcp.protocol import Guard
 from imap_mcp.server.changes.by_query import Pin, pin_key, resolve_query
 from imap_mcp.server.changes.claims import ChangeInProgress, lifetime
 from imap_mcp.server.changes.messages import (
+    ChangeReport,
     MessageOperation,
     PlannedMessageChange,
     all_copied_already,
@@ -24,6 +26,7 @@ from imap_mcp.server.changes.questions import message_change_request, shown_uids
 from imap_mcp.server.imap.lookup import MessageSelection
 from imap_mcp.server.imap.message_ids import MessageRef, encode_id
 from imap_mcp.server.imap.pool import ImapPool
+from imap_mcp.server.tools.cancellation import noting_cancellation
 from imap_mcp.server.tools.changes_common import (
     LISTED_IDS_MAX,
     changing,
@@ -56,10 +59,8 @@ ConfirmToken = Annotated[
 
 
 class MessageChange(BaseModel):
-    status: Literal["done", "nothing_to_do", "in_progress", "confirmation_required", "stopped"] = Field(
-        description="done: the change ran; stopped: the call was cancelled between batches, count messages were "
-        "changed and not_run_count were not (repeat the call to be asked about the rest); nothing_to_do: "
-        "nothing was left to change (the messages were gone "
+    status: Literal["done", "nothing_to_do", "in_progress", "confirmation_required"] = Field(
+        description="done: the change ran; nothing_to_do: nothing was left to change (the messages were gone "
         "by the time it ran, a copy found them all in the destination already, or a query matched nothing); "
         "in_progress: another attempt "
         "of this same approved change is running it right now, this call changed nothing (repeat it later to "
@@ -83,7 +84,6 @@ class MessageChange(BaseModel):
     missing_count: int = Field(default=0, description="How many messages did not exist (exact).")
     already_present_count: int = Field(default=0, description="How many were not copied again (exact).")
     new_count: int = Field(default=0, description="How many new ids the destination reported (exact).")
-    not_run_count: int = Field(default=0, description="stopped only: how many messages were not changed.")
     rest: str | None = Field(
         default=None,
         description=f"Set when an id list was cut at {LISTED_IDS_MAX} ids (the counts stay exact): how to get "
@@ -183,11 +183,23 @@ async def change_messages(
     if channel is None:
         return decision.reply(lambda token: _pending(target, absent, token))
     claim_lifetime = lifetime(pool.settings.timeout)
+    after_batch = progress_between_batches(ctx, request.summary)
+
+    def execute_and_log(client: IMAPClient) -> ChangeReport:
+        """The change, logged before it returns: a cancelled call's change is logged too (it gets no answer)."""
+        report = execute_message_change(client, target, claim_lifetime, after_batch)
+        if report.done:
+            log_change(operation, target.source, report.done, channel.value, target.destination)
+        if report.not_run:
+            log_stopped(operation, target.source, len(report.done), len(report.not_run))
+        return report
+
     with refusals():
         try:
-            after_batch = progress_between_batches(ctx, request.summary)
-            report = await pool.run(
-                lambda c: execute_message_change(c, target, claim_lifetime, after_batch), retry=False
+            report = await noting_cancellation(
+                lambda: pool.run(execute_and_log, retry=False),
+                f"change: {operation} mailbox={target.source!r}",
+                "stopping after the running batch",
             )
         except ChangeInProgress as exc:  # not a failure: another attempt is doing it
             return text_result(
@@ -204,14 +216,10 @@ async def change_messages(
                     approved_by=channel.value,
                 ),
             )
-    if report.done:
-        log_change(operation, target.source, report.done, channel.value, target.destination)
-    if report.not_run:
-        log_stopped(operation, target.source, len(report.done), len(report.not_run))
     missing = absent + report.missing
     new_uids = tuple(report.new_uids.values())
     outcome = MessageChange(
-        status="stopped" if report.not_run else "done" if report.done else "nothing_to_do",
+        status="done" if report.done else "nothing_to_do",
         operation=operation,
         mailbox=target.source,
         destination=target.destination,
@@ -223,7 +231,6 @@ async def change_messages(
         missing_count=len(missing),
         already_present_count=len(report.already_present),
         new_count=len(new_uids),
-        not_run_count=len(report.not_run),
         approved_by=channel.value,
     )
     outcome.rest = _rest(outcome, report.done, missing)
@@ -291,12 +298,6 @@ def _nothing_to_copy(summary: str, target: PlannedMessageChange, absent: tuple[i
 def _describe(summary: str, outcome: MessageChange, new_uids: tuple[int, ...]) -> str:
     if outcome.status == "nothing_to_do":
         text = f"Nothing was changed ({summary})."
-    elif outcome.status == "stopped":
-        text = (
-            f"Stopped because the call was cancelled ({outcome.approved_by}): {summary}. Changed "
-            f"{outcome.count} message(s); {outcome.not_run_count} were not changed (repeat the call to be asked "
-            "about them)."
-        )
     else:
         text = f"Done ({outcome.approved_by}): {summary}. Changed {outcome.count} message(s)."
     if outcome.already_present_count:

@@ -4,25 +4,33 @@ touched; nothing matched, nothing asked; large results are bounded."""
 
 from __future__ import annotations
 
+import uuid
+from collections import Counter
+from functools import partial
 from typing import Any
 
+import anyio
 import pytest
+from fault_proxy import Fault, FaultProxy
 from harness import (
     MODES,
     Account,
     Person,
+    ServerLog,
     answer,
     append_message,
     ask,
     error_text,
     http_server,
     inbox_uids,
+    message_id_counts,
     message_ids,
     served,
     stdio_params,
     structured,
 )
 from mcp import Client
+from mcp.client.stdio import stdio_client
 
 from imap_mcp.server.changes import by_query
 from imap_mcp.server.changes.messages import BATCH
@@ -33,9 +41,10 @@ pytestmark = pytest.mark.anyio
 SENDER = "Query Sender <query.sender@example.org>"
 
 
-def mail(subject: str, sender: str = SENDER) -> bytes:
+def mail(subject: str, sender: str = SENDER, message_id: str | None = None) -> bytes:
+    header = f"Message-ID: {message_id}\r\n" if message_id else ""
     return (
-        f"From: {sender}\r\nTo: owner@example.com\r\nSubject: {subject}\r\n"
+        f"From: {sender}\r\nTo: owner@example.com\r\nSubject: {subject}\r\n{header}"
         "Date: Tue, 1 Dec 2026 09:00:00 +0000\r\nMIME-Version: 1.0\r\n\r\nbody\r\n"
     ).encode()
 
@@ -135,12 +144,14 @@ async def test_flags_by_query_change_exactly_the_matching_messages(account: Acco
     client_.logout()
 
 
-def bulk(account: Account, count: int) -> None:
-    """Append `count` messages from SENDER to INBOX on one connection."""
+def bulk(account: Account, count: int) -> set[str]:
+    """Append `count` messages from SENDER to INBOX on one connection; their Message-IDs (each its own)."""
     client = account.imap()
-    for n in range(count):
-        client.append("INBOX", mail(f"bulk {n}"))
+    message_ids = {f"<bulk-{n}-{uuid.uuid4().hex}@example.org>" for n in range(count)}
+    for n, message_id in enumerate(sorted(message_ids)):
+        client.append("INBOX", mail(f"bulk {n}", message_id=message_id))
     client.logout()
+    return message_ids
 
 
 async def test_a_large_change_answers_in_counts_and_ranges(account: Account) -> None:
@@ -239,3 +250,79 @@ def test_a_change_stopped_between_batches_reports_exactly_the_batches_that_ran(a
     assert told == [(BATCH, BATCH + 10)] and len(report.done) == BATCH and len(report.not_run) == 10
     assert set(report.done) | set(report.not_run) == asked and len(report.new_uids) == BATCH
     assert asked & inbox_uids(account) == set(report.not_run)
+
+
+# --- cancellation through the real transports: whole batches only, nothing lost or twice ---
+
+MOVE_ALL = {"query": QUERY, "destination": "Archive"}
+#: how many messages a move cancelled as below has moved: the batch before the cancellation, and the one it held
+MOVED_WHEN_CANCELLED = 2 * BATCH
+
+
+def proxied_env(account: Account, proxy: FaultProxy) -> dict[str, str]:
+    """imap-mcp talking plain IMAP through `proxy`; IMAP_TIMEOUT only a hang guard while a batch is held."""
+    return account.env("none", IMAP_PORT=str(proxy.port), IMAP_TIMEOUT="120")
+
+
+def hold_the_second_batch(proxy: FaultProxy) -> Fault:
+    """The second batch's MOVE waits half-sent at the proxy until released."""
+    return proxy.inject(Fault(b" UID MOVE ", "hold", direction="to_server", skip=1))
+
+
+async def cancel_during_the_second_batch(client: Client, held: Fault, log: ServerLog) -> str:
+    """Move every bulk message by query; once the first batch's progress arrives, cancel the call while the second
+    batch is held; once the server has logged the cancellation, let that batch go on. The server's line saying
+    where the change stopped."""
+    first_batch_done = anyio.Event()
+
+    async def progress(done: float, total: float | None, message: str | None) -> None:
+        first_batch_done.set()
+
+    async with anyio.create_task_group() as calling:
+        calling.start_soon(partial(client.call_tool, "move_messages", MOVE_ALL, progress_callback=progress))
+        await first_batch_done.wait()
+        calling.cancel_scope.cancel()  # stdio: notifications/cancelled; Streamable HTTP: the stream is closed
+    await log.line("cancelled by the client; stopping after the running batch")
+    held.release()
+    return await log.line("stopped by cancellation")
+
+
+def assert_whole_batches_moved(account: Account, sent: set[str], stopped: str) -> None:
+    """The server said it stopped after two batches; the mailboxes agree, message by message."""
+    rest = len(sent) - MOVED_WHEN_CANCELLED
+    assert stopped.endswith(
+        f"move mailbox='INBOX' stopped by cancellation after {MOVED_WHEN_CANCELLED} message(s); {rest} not changed"
+    )
+    client = account.imap()
+    try:
+        inbox, archive = message_id_counts(client, "INBOX"), message_id_counts(client, "Archive")
+    finally:
+        client.logout()
+    moved = Counter({m: n for m, n in archive.items() if m in sent})
+    left = Counter({m: n for m, n in inbox.items() if m in sent})
+    assert len(moved) == MOVED_WHEN_CANCELLED and len(left) == rest and set(moved) | set(left) == sent
+    assert set(moved.values()) == set(left.values()) == {1}  # nothing twice
+    assert not [m for m in archive if m.endswith("@imap-mcp.invalid>")]  # the change's claim is gone
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_move_cancelled_over_stdio_stops_between_batches(account: Account, mode: str) -> None:
+    sent = bulk(account, 3 * BATCH + 10)
+    with FaultProxy(account.server.port) as proxy, ServerLog() as log:
+        held = hold_the_second_batch(proxy)
+        transport = stdio_client(stdio_params(proxied_env(account, proxy)), errlog=log.writer)
+        async with Client(transport, mode=mode, elicitation_callback=Person()) as client:
+            stopped = await cancel_during_the_second_batch(client, held, log)
+    assert_whole_batches_moved(account, sent, stopped)
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_move_cancelled_over_http_stops_between_batches(account: Account, mode: str) -> None:
+    """2026-07-28: the client closes the response stream; 2025-11-25: it posts notifications/cancelled."""
+    sent = bulk(account, 3 * BATCH + 10)
+    with FaultProxy(account.server.port) as proxy, ServerLog() as log:
+        held = hold_the_second_batch(proxy)
+        with http_server(proxied_env(account, proxy), stderr=log) as url:
+            async with Client(url, mode=mode, elicitation_callback=Person()) as client:
+                stopped = await cancel_during_the_second_batch(client, held, log)
+    assert_whole_batches_moved(account, sent, stopped)
