@@ -30,7 +30,7 @@ import httpx2
 from imapclient import IMAPClient
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
-from mcp.types import CallToolResult, ElicitResult, InputRequiredResult
+from mcp.types import CallToolResult, ElicitResult, InputRequiredResult, ProgressNotification
 
 from imap_mcp.protocol import Guard
 from imap_mcp.sealing import KeyRing
@@ -356,6 +356,17 @@ def message_id_counts(client: IMAPClient, mailbox: str) -> Counter[str]:
         header = next(v for k, v in data.items() if k.startswith(b"BODY[HEADER.FIELDS"))
         counts[header.decode().split(":", 1)[-1].strip()] += 1
     return counts
+
+
+class ProgressNotifications:
+    """A client's message handler: every progress notification the server sent, with a token or not."""
+
+    def __init__(self) -> None:
+        self.progress: list[ProgressNotification] = []
+
+    async def __call__(self, message: object) -> None:
+        if isinstance(message, ProgressNotification):
+            self.progress.append(message)
 
 
 class ServerLog:

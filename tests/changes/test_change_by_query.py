@@ -16,6 +16,7 @@ from harness import (
     MODES,
     Account,
     Person,
+    ProgressNotifications,
     ServerLog,
     answer,
     append_message,
@@ -207,10 +208,12 @@ async def progress_of_a_long_change(account: Account, server: Any, mode: str) ->
         seen.append((done, total, message))
 
     args = {"query": QUERY, "destination": "Archive", "mode": "copy"}
-    async with Client(server, mode=mode, elicitation_callback=Person()) as client:
+    notified = ProgressNotifications()
+    async with Client(server, mode=mode, elicitation_callback=Person(), message_handler=notified) as client:
         result = await client.call_tool("move_messages", args, progress_callback=progress)
         quiet = await client.call_tool("move_messages", {**args, "mode": "move"})  # no progress token: none sent
     assert structured(result)["count"] == count and structured(quiet)["count"] == count
+    assert len(notified.progress) == len(seen)
     assert [(done, total) for done, total, _ in seen] == [(BATCH, count), (2 * BATCH, count), (count, count)]
     assert all(message and message.startswith("copy ") for _, _, message in seen)
 

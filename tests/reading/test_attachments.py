@@ -15,11 +15,20 @@ from typing import Any
 import anyio
 import pytest
 from fault_proxy import Fault, FaultProxy
-from harness import Account, ServerLog, append_message, error_text, served, stdio_params, structured
+from harness import (
+    Account,
+    ProgressNotifications,
+    ServerLog,
+    append_message,
+    error_text,
+    served,
+    stdio_params,
+    structured,
+)
 from imapclient import IMAPClient
 from mcp import Client
 from mcp.client.stdio import stdio_client
-from mcp.types import EmbeddedResource, ProgressNotification
+from mcp.types import EmbeddedResource
 
 from imap_mcp.server.config import ImapSettings
 from imap_mcp.server.demo.sample_mail import TINY_PNG
@@ -219,17 +228,6 @@ async def test_the_download_dir_comes_from_the_environment(account: Account, tmp
 LARGE = 5 * 1024 * 1024  #: decoded; base64 makes it about 7 MB on the server: several fetch pieces (CHUNK_BYTES)
 
 
-class Notified:
-    """A client's message handler: every progress notification the server sent, with a token or not."""
-
-    def __init__(self) -> None:
-        self.progress: list[ProgressNotification] = []
-
-    async def __call__(self, message: object) -> None:
-        if isinstance(message, ProgressNotification):
-            self.progress.append(message)
-
-
 @pytest.mark.parametrize("where", ["inline", "download_dir"])
 async def test_a_large_attachment_reports_progress_in_bytes_to_a_client_that_asked(
     account: Account, tmp_path: Path, where: str
@@ -242,7 +240,7 @@ async def test_a_large_attachment_reports_progress_in_bytes_to_a_client_that_ask
     async def progress(done: float, total: float | None, message: str | None) -> None:
         seen.append((done, total))
 
-    notified = Notified()
+    notified = ProgressNotifications()
     args = {"mailbox": "INBOX", "uid": uid}
     async with Client(stdio_params(env), message_handler=notified) as client:
         result = await client.call_tool("get_attachments", args, progress_callback=progress)
