@@ -4,12 +4,15 @@ touched; nothing matched, nothing asked; large results are bounded."""
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections import Counter
+from collections.abc import AsyncIterator
 from functools import partial
 from typing import Any
 
 import anyio
+import httpx
 import pytest
 from fault_proxy import Fault, FaultProxy
 from harness import (
@@ -328,4 +331,71 @@ async def test_a_move_cancelled_over_http_stops_between_batches(account: Account
         with http_server(proxied_env(account, proxy), stderr=log) as url:
             async with Client(url, mode=mode, elicitation_callback=Person()) as client:
                 stopped = await cancel_during_the_second_batch(client, held, log)
+    assert_whole_batches_moved(account, sent, stopped)
+
+
+LEGACY_HEADERS = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+
+
+INITIALIZE_2025 = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}},
+}
+
+
+def move_call(request_id: int, arguments: dict[str, Any], progress_token: str | None = None) -> dict[str, Any]:
+    params: dict[str, Any] = {"name": "move_messages", "arguments": arguments}
+    if progress_token is not None:
+        params["_meta"] = {"progressToken": progress_token}
+    return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+
+
+async def sse_messages(response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
+    """The JSON-RPC messages of an SSE response, as they arrive."""
+    async for line in response.aiter_lines():
+        if line.startswith("data:"):
+            yield json.loads(line[5:])
+
+
+async def legacy_post(http: httpx.AsyncClient, url: str, message: dict[str, Any]) -> dict[str, Any]:
+    """POST one request of a 2025-11-25 session; its answer (the response of its SSE stream)."""
+    async with http.stream("POST", url, json=message) as response:
+        async for answer in sse_messages(response):
+            if answer.get("id") == message["id"]:
+                return answer
+    raise AssertionError(f"no answer to {message['method']}")
+
+
+async def test_a_2025_session_over_http_answers_a_cancelled_move_request_cancelled(account: Account) -> None:
+    """The one transport that still answers a cancelled call: the SDK ends the 2025-11-25 request's SSE stream
+    with -32800 (its stream ends only with a response); the move stopped after the running batch all the same."""
+    sent = bulk(account, 3 * BATCH + 10)
+    with FaultProxy(account.server.port) as proxy, ServerLog() as log:
+        held = hold_the_second_batch(proxy)
+        with http_server(proxied_env(account, proxy), stderr=log) as url:
+            async with httpx.AsyncClient(headers=LEGACY_HEADERS, timeout=120) as http:
+                opened = await http.post(url, json=INITIALIZE_2025)
+                http.headers.update(
+                    {"mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": "2025-11-25"}
+                )
+                await http.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+                first = await legacy_post(http, url, move_call(2, MOVE_ALL))  # no dialog declared: the two-call token
+                token = first["result"]["structuredContent"]["confirm_token"]
+                with_token = move_call(3, {**MOVE_ALL, "confirm_token": token}, progress_token="move")
+                async with http.stream("POST", url, json=with_token) as response:
+                    messages = sse_messages(response)
+                    progress = await anext(messages)
+                    cancel = {"requestId": 3, "reason": "the user stopped it"}
+                    acknowledged = await http.post(
+                        url, json={"jsonrpc": "2.0", "method": "notifications/cancelled", "params": cancel}
+                    )
+                    await log.line("cancelled by the client; stopping after the running batch")
+                    held.release()
+                    rest = [message async for message in messages]
+                stopped = await log.line("stopped by cancellation")
+    assert progress["method"] == "notifications/progress" and progress["params"]["progress"] == BATCH
+    assert acknowledged.status_code == 202
+    assert rest == [{"jsonrpc": "2.0", "id": 3, "error": {"code": -32800, "message": "Request cancelled"}}]
     assert_whole_batches_moved(account, sent, stopped)
