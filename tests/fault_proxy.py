@@ -15,7 +15,9 @@ one connection (`to_server`: what the client sends; `to_client`: what the server
 - `trickle`: the rest of that direction goes one byte every `interval` seconds (with `until`:
   only up to and including the next `until`, then at full speed again);
 - `reorder`: the line `after` is in is held and forwarded after the next line, so two lines
-  arrive swapped (`after` should lie in one read, as a short line does).
+  arrive swapped (`after` should lie in one read, as a short line does);
+- `hold`: nothing more is forwarded in that direction until the test calls `fault.release()`,
+  then everything held goes on (so a test can act while a command waits half-sent).
 
 Faults are armed once each (`inject` adds one; `fired` tells which went off). No timing is
 asserted anywhere: a test waits on results, never on the clock.
@@ -32,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 Direction = Literal["to_server", "to_client"]
-Action = Literal["cut", "stall", "trickle", "reorder"]
+Action = Literal["cut", "stall", "trickle", "reorder", "hold"]
 CHUNK = 65536
 
 
@@ -48,6 +50,11 @@ class Fault:
     until: bytes | None = None
     fired: bool = field(default=False, init=False)
     _seen: int = field(default=0, init=False)
+    _released: threading.Event = field(default_factory=threading.Event, init=False)
+
+    def release(self) -> None:
+        """`hold`: forward what was held, and everything after it (also if it has not fired yet)."""
+        self._released.set()
 
 
 @dataclass
@@ -63,7 +70,8 @@ class _Side:
     until: bytes | None = None
     trickled: bytes = b""  #: trickle: the last bytes dripped, to see `until`
     held: bytes = b""  #: reorder: the held rest of a line
-    pending: bytes = b""  #: reorder/trickle/stall: bytes not forwarded yet
+    pending: bytes = b""  #: reorder/trickle/stall/hold: bytes not forwarded yet
+    released: threading.Event | None = None  #: hold: set when the held bytes may go on
 
 
 class FaultProxy:
@@ -144,6 +152,10 @@ class FaultProxy:
                         return
                     if self._forward(side, data) == "cut":
                         return
+                for side in sides:
+                    if side.mode == "hold" and side.released is not None and side.released.is_set():
+                        _send(side.sink, side.pending)
+                        side.mode, side.pending = None, b""
                 if time.monotonic() >= next_drip:
                     next_drip = time.monotonic() + min(s.interval for s in sides)
                     for side in sides:
@@ -152,7 +164,7 @@ class FaultProxy:
 
     def _forward(self, side: _Side, data: bytes) -> Action | None:
         """Forward `data` of one side, firing an armed fault where its pattern ends."""
-        if side.mode in ("stall", "trickle"):
+        if side.mode in ("stall", "trickle", "hold"):
             side.pending += data
             return None
         if side.mode == "reorder":
@@ -168,6 +180,7 @@ class FaultProxy:
         _send(side.sink, data[:end])
         rest = data[end:]
         side.mode, side.interval, side.until = fault.action, fault.interval, fault.until
+        side.released = fault._released
         if fault.action == "cut":
             return "cut"
         if fault.action == "reorder":

@@ -16,18 +16,21 @@ import ssl
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
+from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+import anyio
 import httpx2
 from imapclient import IMAPClient
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
-from mcp.types import CallToolResult, ElicitResult, InputRequiredResult
+from mcp.types import CallToolResult, ElicitResult, InputRequiredResult, ProgressNotification
 
 from imap_mcp.protocol import Guard
 from imap_mcp.sealing import KeyRing
@@ -216,11 +219,12 @@ def http_server(
     log_path: Path | None = None,
     command: tuple[str, ...] = (sys.executable, "-m", "imap_mcp.server"),
     cwd: Path | None = None,
+    stderr: ServerLog | None = None,
 ) -> Iterator[str]:
     """Run `imap-mcp serve` (`command serve`) on a free port; yields its MCP URL.
 
     The server's stderr goes to `log_path` (default: a temp file removed afterwards), never to
-    a pipe nobody reads, so a chatty server cannot block on a full pipe.
+    a pipe nobody reads, so a chatty server cannot block on a full pipe; or to `stderr`, which reads it.
     """
     port = free_port()
     with contextlib.ExitStack() as stack:
@@ -233,13 +237,14 @@ def http_server(
             cwd=cwd,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
-            stderr=log,
+            stderr=log if stderr is None else stderr.writer,
         )
         try:
             try:
                 wait_for_port(port, process)
             except (RuntimeError, TimeoutError) as exc:
-                raise RuntimeError(f"{exc}; server log:\n{log_path.read_text(errors='replace')[-4000:]}") from None
+                said = log_path.read_text(errors="replace") if stderr is None else "\n".join(stderr.lines)
+                raise RuntimeError(f"{exc}; server log:\n{said[-4000:]}") from None
             yield f"http://127.0.0.1:{port}/mcp"
         finally:
             process.terminate()
@@ -340,6 +345,68 @@ def mailbox_names(account: Account) -> set[str]:
         return {name for _, _, name in client.list_folders()}
     finally:
         client.logout()
+
+
+def message_id_counts(client: IMAPClient, mailbox: str) -> Counter[str]:
+    """How many messages in `mailbox` carry each Message-ID, read over `client` (a message without one: '')."""
+    counts: Counter[str] = Counter()
+    client.select_folder(mailbox, readonly=True)
+    uids = client.search(["ALL"])
+    for data in client.fetch(uids, ["BODY.PEEK[HEADER.FIELDS (MESSAGE-ID)]"]).values():
+        header = next(v for k, v in data.items() if k.startswith(b"BODY[HEADER.FIELDS"))
+        counts[header.decode().split(":", 1)[-1].strip()] += 1
+    return counts
+
+
+class ProgressNotifications:
+    """A client's message handler: every progress notification the server sent, with a token or not."""
+
+    def __init__(self) -> None:
+        self.progress: list[ProgressNotification] = []
+
+    async def __call__(self, message: object) -> None:
+        if isinstance(message, ProgressNotification):
+            self.progress.append(message)
+
+
+class ServerLog:
+    """A server process's stderr, read line by line as it comes: pass `writer` as its stderr (or errlog), then
+    wait for a line with `line(text)`: an event, never a poll of a file."""
+
+    def __init__(self) -> None:
+        read_end, write_end = os.pipe()
+        self.writer = os.fdopen(write_end, "w")
+        self._reader = os.fdopen(read_end, "r", errors="replace")
+        self.lines: list[str] = []
+        self._arrived = threading.Condition()
+        self._thread = threading.Thread(target=self._read, name="server-log", daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        for text in self._reader:
+            with self._arrived:
+                self.lines.append(text.rstrip("\n"))
+                self._arrived.notify_all()
+
+    def _wait(self, text: str, timeout: float) -> str:
+        with self._arrived:
+            found = self._arrived.wait_for(lambda: next((x for x in self.lines if text in x), None), timeout)
+        if found is None:
+            raise AssertionError(f"no line with {text!r} within {timeout} s; the log:\n" + "\n".join(self.lines))
+        return found
+
+    async def line(self, text: str, hang_guard: float = 120.0) -> str:
+        """The first line (so far or to come) that contains `text`; `hang_guard` only turns a hang into a failure."""
+        return await anyio.to_thread.run_sync(self._wait, text, hang_guard)
+
+    def __enter__(self) -> ServerLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """Stop reading once every process that writes here has ended (they hold the pipe open)."""
+        self.writer.close()
+        self._thread.join(10)
+        self._reader.close()
 
 
 # --- Approvals (delete/move/manage_mailbox): ids, a scripted person, servers that lack things ---

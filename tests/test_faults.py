@@ -16,7 +16,7 @@ from typing import Any
 import anyio
 import pytest
 from fault_proxy import Fault, FaultProxy
-from harness import Account, Person, error_text, message_ids, pool_without, served, structured
+from harness import Account, Person, error_text, message_id_counts, message_ids, pool_without, served, structured
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
 from mcp.types import ElicitResult, InputRequiredResult
@@ -58,13 +58,9 @@ def census(account: Account, claims: bool = False) -> Counter[str]:
         for flags, _, name in client.list_folders():
             if {b"\\Noselect", b"\\NonExistent"} & set(flags):
                 continue
-            client.select_folder(name, readonly=True)
-            uids = client.search(["ALL"])
-            for data in client.fetch(uids, ["BODY.PEEK[HEADER.FIELDS (MESSAGE-ID)]"]).values():
-                header = next(v for k, v in data.items() if k.startswith(b"BODY[HEADER.FIELDS"))
-                message_id = header.decode().split(":", 1)[-1].strip()
+            for message_id, count in message_id_counts(client, name).items():
                 if claims or not message_id.endswith(CLAIM):
-                    counts[message_id] += 1
+                    counts[message_id] += count
     finally:
         client.logout()
     return counts

@@ -1,11 +1,14 @@
 """Fetching attachments: inline (base64, under a per-call cap) or written to IMAP_DOWNLOAD_DIR.
 
-Parts are fetched with BODY.PEEK on an EXAMINEd mailbox, so nothing is marked read. Files are
-written in pieces (`CHUNK_BYTES` of the encoded part at a time), so an attachment never has to fit
-in memory. A file name from the sender is reduced to a plain name (no directories, no control
-characters, no leading dots), and a file is only ever created, never overwritten: an existing
-name gets " (1)", " (2)", … The file is opened with O_EXCL|O_NOFOLLOW, so a symlink planted
-under that name is refused rather than followed.
+Parts are fetched with BODY.PEEK on an EXAMINEd mailbox, so nothing is marked read, in pieces
+(`CHUNK_BYTES` of the encoded part at a time), so an attachment written to a file never has to fit
+in memory; after each piece `Fetched` is told (progress, and a cancelled call stops there). A file
+name from the sender is reduced to a plain name (no directories, no control characters, no leading
+dots), and a file is only ever created, never overwritten: an existing name gets " (1)", " (2)", …
+A file is written under a hidden `.….partial` name (opened with O_EXCL|O_NOFOLLOW) and gets its
+name only once whole, by a hard link that never replaces anything (so a symlink planted under that
+name is passed over, never followed); a download that fails or is cancelled removes it, so no
+half-written file ever carries an attachment's name.
 """
 
 from __future__ import annotations
@@ -13,8 +16,9 @@ from __future__ import annotations
 import base64
 import mimetypes
 import os
+import secrets
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +39,12 @@ INLINE_LIMIT_BYTES = 8 * 1024 * 1024
 CHUNK_BYTES = 1024 * 1024
 MAX_NAME_BYTES = 200
 _FORBIDDEN = set('/\\:*?"<>|')
+#: told how many encoded bytes each fetched piece brought; raises to stop the download (a cancelled call)
+Fetched = Callable[[int], None]
+
+
+def _not_told(count: int) -> None:
+    """A `Fetched` for a caller that follows no progress."""
 
 
 class UnknownPart(MailboxError, ValueError):
@@ -93,14 +103,24 @@ def _candidates(name: str) -> Iterator[str]:
         yield f"{stem} ({n}).{extension}" if extension else f"{stem} ({n})"
 
 
-def create_new_file(directory: Path, name: str) -> tuple[Path, int]:
-    """A new file in `directory` named `name` (or `name (n)`), opened for writing; never an existing one."""
+def partial_file(directory: Path, name: str) -> tuple[Path, int]:
+    """A new hidden file in `directory` to write `name` into, opened for writing; it gets `name` only once
+    whole (`give_name`)."""
+    path = directory / f".{name}.{secrets.token_hex(6)}.partial"
+    if path.parent != directory:  # cannot happen after safe_filename; refuse rather than trust it
+        raise ValueError(f"refusing to write outside {directory}")
+    return path, os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+
+
+def give_name(partial: Path, directory: Path, name: str) -> Path:
+    """`partial` linked as `name` (or `name (n)`) in `directory`: a link never replaces an existing name."""
     for candidate in _candidates(name):
         path = directory / candidate
         if path.parent != directory:  # cannot happen after safe_filename; refuse rather than trust it
             raise ValueError(f"refusing to write outside {directory}")
         try:
-            return path, os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            os.link(partial, path, follow_symlinks=False)
+            return path
         except FileExistsError:
             continue
     raise FileExistsError(f"{directory} already holds {name} and 999 numbered copies; clean it up and try again.")
@@ -111,38 +131,74 @@ def _section(data: dict[bytes, Any], part: Part) -> bytes:
     return next((value or b"" for key, value in data.items() if key.startswith(prefix)), b"")
 
 
-def _raw_chunks(client: IMAPClient, uid: int, part: Part) -> Iterator[bytes]:
+def _raw_chunks(client: IMAPClient, uid: int, part: Part, fetched: Fetched) -> Iterator[bytes]:
     offset = 0
     while True:
         item = f"BODY.PEEK[{part.part_id}]<{offset}.{CHUNK_BYTES}>"
         chunk = _section(fetch(client, [uid], [item]).get(uid, {}), part)
         if not chunk:
             return
+        fetched(len(chunk))
         yield chunk
         offset += len(chunk)
         if len(chunk) < CHUNK_BYTES:
             return
 
 
-def write_part(client: IMAPClient, uid: int, part: Part, directory: Path) -> AttachmentFile:
-    path, fd = create_new_file(directory, safe_filename(part.filename, part))
+def write_part(
+    client: IMAPClient, uid: int, part: Part, directory: Path, fetched: Fetched = _not_told
+) -> AttachmentFile:
+    name = safe_filename(part.filename, part)
+    partial, fd = partial_file(directory, name)
     written = 0
     try:
         with os.fdopen(fd, "wb") as out:
-            for piece in decoded_stream(_raw_chunks(client, uid, part), part.encoding):
+            for piece in decoded_stream(_raw_chunks(client, uid, part, fetched), part.encoding):
                 out.write(piece)
                 written += len(piece)
-    except BaseException:
-        path.unlink(missing_ok=True)  # a half-written file is worse than none
-        raise
+        path = give_name(partial, directory, name)
+    finally:
+        partial.unlink(missing_ok=True)  # once named, the name holds the file; otherwise it goes
     return AttachmentFile(
         part_id=part.part_id, filename=part.filename, content_type=part.content_type, size=written, path=str(path)
     )
 
 
-def read_part(client: IMAPClient, uid: int, part: Part) -> bytes:
-    data = _section(fetch(client, [uid], [f"BODY.PEEK[{part.part_id}]"]).get(uid, {}), part)
-    return b"".join(decoded_stream(iter([data]), part.encoding))
+def read_part(client: IMAPClient, uid: int, part: Part, fetched: Fetched = _not_told) -> bytes:
+    return b"".join(decoded_stream(_raw_chunks(client, uid, part, fetched), part.encoding))
+
+
+class FetchTally:
+    """Encoded bytes of attachments fetched so far out of `total` (their sizes on the server), told to
+    `report(done, total)` after each piece and each part: never falling, never past the end of the part
+    fetched, ending at `total`."""
+
+    def __init__(self, parts: list[Part], report: Callable[[int, int], None]) -> None:
+        self.total = sum(part.size for part in parts)
+        self.done = 0
+        self._parts_done = 0
+        self._report = report
+
+    def fetching(self, part: Part) -> Fetched:
+        """The `Fetched` for `part`, the next part fetched."""
+        start = self._parts_done
+        end = self._parts_done = start + part.size
+        fetched = 0
+
+        def told(count: int) -> None:
+            nonlocal fetched
+            fetched += count
+            self._advance(min(start + fetched, end))
+
+        return told
+
+    def part_done(self) -> None:
+        """The part being fetched is whole: progress is at its end, whatever the pieces added up to."""
+        self._advance(self._parts_done)
+
+    def _advance(self, done: int) -> None:
+        self.done = max(self.done, done)
+        self._report(self.done, self.total)
 
 
 def chosen_parts(structure_parts: list[Part], part_ids: list[str] | None) -> list[Part]:
@@ -169,13 +225,17 @@ def message_attachments(client: IMAPClient, examined: Examined, target: MessageS
     return ref.uid, attachments(structure_of(data, MessageRef(ref.mailbox, examined.uidvalidity, ref.uid)))
 
 
-def inline_parts(client: IMAPClient, uid: int, parts: list[Part]) -> tuple[list[tuple[Part, bytes]], list[Skipped]]:
-    """The parts that fit under `INLINE_LIMIT_BYTES` together (in order), and the rest with a reason."""
+def inline_parts(
+    client: IMAPClient, uid: int, parts: list[Part], report: Callable[[int, int], None]
+) -> tuple[list[tuple[Part, bytes]], list[Skipped]]:
+    """The parts that fit under `INLINE_LIMIT_BYTES` together (in order; by their sizes on the server), and the
+    rest with a reason. `report(done, total)` follows the bytes fetched of the parts that fit."""
+    fitting = _fitting(parts)
+    tally = FetchTally(fitting, report)
     kept: list[tuple[Part, bytes]] = []
     skipped: list[Skipped] = []
-    used = 0
     for part in parts:
-        if used + part.decoded_size > INLINE_LIMIT_BYTES:
+        if part not in fitting:
             skipped.append(
                 Skipped(
                     part_id=part.part_id,
@@ -188,10 +248,20 @@ def inline_parts(client: IMAPClient, uid: int, parts: list[Part]) -> tuple[list[
                 )
             )
             continue
-        data = read_part(client, uid, part)
-        used += len(data)
-        kept.append((part, data))
+        kept.append((part, read_part(client, uid, part, tally.fetching(part))))
+        tally.part_done()
     return kept, skipped
+
+
+def _fitting(parts: list[Part]) -> list[Part]:
+    """Those of `parts` that fit under `INLINE_LIMIT_BYTES` together, taken in order."""
+    fitting: list[Part] = []
+    used = 0
+    for part in parts:
+        if used + part.decoded_size <= INLINE_LIMIT_BYTES:
+            fitting.append(part)
+            used += part.decoded_size
+    return fitting
 
 
 def blob(data: bytes) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
+from imapclient import IMAPClient
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, InputRequiredResult
 from pydantic import BaseModel, Field
@@ -13,6 +14,7 @@ from imap_mcp.protocol import Guard
 from imap_mcp.server.changes.by_query import Pin, pin_key, resolve_query
 from imap_mcp.server.changes.claims import ChangeInProgress, lifetime
 from imap_mcp.server.changes.messages import (
+    ChangeReport,
     MessageOperation,
     PlannedMessageChange,
     all_copied_already,
@@ -24,6 +26,7 @@ from imap_mcp.server.changes.questions import message_change_request, shown_uids
 from imap_mcp.server.imap.lookup import MessageSelection
 from imap_mcp.server.imap.message_ids import MessageRef, encode_id
 from imap_mcp.server.imap.pool import ImapPool
+from imap_mcp.server.tools.cancellation import noting_cancellation
 from imap_mcp.server.tools.changes_common import (
     LISTED_IDS_MAX,
     changing,
@@ -56,10 +59,8 @@ ConfirmToken = Annotated[
 
 
 class MessageChange(BaseModel):
-    status: Literal["done", "nothing_to_do", "in_progress", "confirmation_required", "stopped"] = Field(
-        description="done: the change ran; stopped: the call was cancelled between batches, count messages were "
-        "changed and not_run_count were not (repeat the call to be asked about the rest); nothing_to_do: "
-        "nothing was left to change (the messages were gone "
+    status: Literal["done", "nothing_to_do", "in_progress", "confirmation_required"] = Field(
+        description="done: the change ran; nothing_to_do: nothing was left to change (the messages were gone "
         "by the time it ran, a copy found them all in the destination already, or a query matched nothing); "
         "in_progress: another attempt "
         "of this same approved change is running it right now, this call changed nothing (repeat it later to "
@@ -71,8 +72,8 @@ class MessageChange(BaseModel):
     count: int = Field(description="How many messages were changed.")
     ids: list[str] = Field(description=f"The ids that were changed (at most {LISTED_IDS_MAX}: see rest).")
     missing_ids: list[str] = Field(
-        description="Ids whose messages did not exist, so nothing happened to them (every id the call named; by "
-        f"query at most {LISTED_IDS_MAX})."
+        description=f"Ids whose messages did not exist, so nothing happened to them (at most {LISTED_IDS_MAX}: "
+        "see missing_count and rest)."
     )
     already_present_ids: list[str] = Field(
         default_factory=list,
@@ -83,7 +84,6 @@ class MessageChange(BaseModel):
     missing_count: int = Field(default=0, description="How many messages did not exist (exact).")
     already_present_count: int = Field(default=0, description="How many were not copied again (exact).")
     new_count: int = Field(default=0, description="How many new ids the destination reported (exact).")
-    not_run_count: int = Field(default=0, description="stopped only: how many messages were not changed.")
     rest: str | None = Field(
         default=None,
         description=f"Set when an id list was cut at {LISTED_IDS_MAX} ids (the counts stay exact): how to get "
@@ -96,12 +96,12 @@ class MessageChange(BaseModel):
     confirm_token: str | None = Field(default=None, description="Pass this back to run the change (token path).")
 
 
-def _ids(mailbox: str, uidvalidity: int | None, uids: tuple[int, ...], every: bool = False) -> list[str]:
-    """The ids of `uids`: the first `LISTED_IDS_MAX`, or `every` one (the caller's own ids, echoed as missing)."""
-    return [encode_id(MessageRef(mailbox, uidvalidity or 0, uid)) for uid in (uids if every else listed(uids))]
+def _ids(mailbox: str, uidvalidity: int | None, uids: tuple[int, ...]) -> list[str]:
+    """The ids of the first `LISTED_IDS_MAX` of `uids`."""
+    return [encode_id(MessageRef(mailbox, uidvalidity or 0, uid)) for uid in listed(uids)]
 
 
-def _rest(outcome: MessageChange, changed: tuple[int, ...]) -> str | None:
+def _rest(outcome: MessageChange, changed: tuple[int, ...], missing: tuple[int, ...]) -> str | None:
     """How to get the ids a large result does not list; None when every list is whole."""
     lists = (
         ("ids", outcome.ids, len(changed)),
@@ -115,6 +115,11 @@ def _rest(outcome: MessageChange, changed: tuple[int, ...]) -> str | None:
     text = f"{', '.join(cut)} list only the first {LISTED_IDS_MAX}; the counts are exact."
     if changed:
         text += f" UIDs in {outcome.mailbox!r}: {shown_uids(changed)}."
+    if len(outcome.missing_ids) < outcome.missing_count:
+        text += (
+            f" The missing ids are those of {outcome.mailbox!r} at the UIDs {shown_uids(missing)}: they name no "
+            "message now, so there is nothing to retry."
+        )
     if outcome.destination and outcome.new_count > len(outcome.new_ids):
         text += f" search_messages in {outcome.destination!r} lists the new ids (newest first)."
     return text
@@ -171,19 +176,30 @@ async def change_messages(
         request = message_change_request(tool, target, by_query.criteria, pin.text())
     # requested UIDs that did not exist when planned: never part of the target, nor of the question
     absent = left_out(selection.uids, set(target.uids))
-    every_missing = by_query is None  # ids the caller named are echoed whole; a query's are the server's
     if await on_mailbox(pool, lambda c: all_copied_already(c, target)):
-        return _nothing_to_copy(request.summary, target, absent, every_missing)
+        return _nothing_to_copy(request.summary, target, absent)
     decision = await guard.approve(ctx, request, confirm_token)
     channel = decision.channel
     if channel is None:
-        return decision.reply(lambda token: _pending(target, absent, token, every_missing))
+        return decision.reply(lambda token: _pending(target, absent, token))
     claim_lifetime = lifetime(pool.settings.timeout)
+    after_batch = progress_between_batches(ctx, request.summary)
+
+    def execute_and_log(client: IMAPClient) -> ChangeReport:
+        """The change, logged before it returns: a cancelled call's change is logged too (it gets no answer)."""
+        report = execute_message_change(client, target, claim_lifetime, after_batch)
+        if report.done:
+            log_change(operation, target.source, report.done, channel.value, target.destination)
+        if report.not_run:
+            log_stopped(operation, target.source, len(report.done), len(report.not_run))
+        return report
+
     with refusals():
         try:
-            after_batch = progress_between_batches(ctx, request.summary)
-            report = await pool.run(
-                lambda c: execute_message_change(c, target, claim_lifetime, after_batch), retry=False
+            report = await noting_cancellation(
+                lambda: pool.run(execute_and_log, retry=False),
+                f"change: {operation} mailbox={target.source!r}",
+                "stopping after the running batch",
             )
         except ChangeInProgress as exc:  # not a failure: another attempt is doing it
             return text_result(
@@ -200,33 +216,28 @@ async def change_messages(
                     approved_by=channel.value,
                 ),
             )
-    if report.done:
-        log_change(operation, target.source, report.done, channel.value, target.destination)
-    if report.not_run:
-        log_stopped(operation, target.source, len(report.done), len(report.not_run))
     missing = absent + report.missing
     new_uids = tuple(report.new_uids.values())
     outcome = MessageChange(
-        status="stopped" if report.not_run else "done" if report.done else "nothing_to_do",
+        status="done" if report.done else "nothing_to_do",
         operation=operation,
         mailbox=target.source,
         destination=target.destination,
         count=len(report.done),
         ids=_ids(target.source, target.source_uidvalidity, report.done),
-        missing_ids=_ids(target.source, target.source_uidvalidity, missing, every_missing),
+        missing_ids=_ids(target.source, target.source_uidvalidity, missing),
         already_present_ids=_ids(target.source, target.source_uidvalidity, report.already_present),
         new_ids=_ids(target.destination or "", report.destination_uidvalidity, new_uids),
         missing_count=len(missing),
         already_present_count=len(report.already_present),
         new_count=len(new_uids),
-        not_run_count=len(report.not_run),
         approved_by=channel.value,
     )
-    outcome.rest = _rest(outcome, report.done)
+    outcome.rest = _rest(outcome, report.done, missing)
     return text_result(_describe(request.summary, outcome, new_uids), outcome)
 
 
-def _pending(target: PlannedMessageChange, absent: tuple[int, ...], token: str, every_missing: bool) -> MessageChange:
+def _pending(target: PlannedMessageChange, absent: tuple[int, ...], token: str) -> MessageChange:
     """The token path's first answer: nothing ran; repeat with `token`."""
     pending = MessageChange(
         status="confirmation_required",
@@ -235,13 +246,13 @@ def _pending(target: PlannedMessageChange, absent: tuple[int, ...], token: str, 
         destination=target.destination,
         count=0,
         ids=_ids(target.source, target.source_uidvalidity, target.uids),
-        missing_ids=_ids(target.source, target.source_uidvalidity, absent, every_missing),
+        missing_ids=_ids(target.source, target.source_uidvalidity, absent),
         new_ids=[],
         missing_count=len(absent),
         approved_by=None,
         confirm_token=token,
     )
-    pending.rest = _rest(pending, target.uids)
+    pending.rest = _rest(pending, target.uids, absent)
     return pending
 
 
@@ -264,9 +275,7 @@ def _nothing_matched(
     return text_result(text, outcome)
 
 
-def _nothing_to_copy(
-    summary: str, target: PlannedMessageChange, absent: tuple[int, ...], every_missing: bool
-) -> CallToolResult:
+def _nothing_to_copy(summary: str, target: PlannedMessageChange, absent: tuple[int, ...]) -> CallToolResult:
     """The answer, without a question, to a copy whose every message the destination already holds."""
     outcome = MessageChange(
         status="nothing_to_do",
@@ -275,26 +284,20 @@ def _nothing_to_copy(
         destination=target.destination,
         count=0,
         ids=[],
-        missing_ids=_ids(target.source, target.source_uidvalidity, absent, every_missing),
+        missing_ids=_ids(target.source, target.source_uidvalidity, absent),
         already_present_ids=_ids(target.source, target.source_uidvalidity, target.uids),
         new_ids=[],
         missing_count=len(absent),
         already_present_count=len(target.uids),
         approved_by=None,
     )
-    outcome.rest = _rest(outcome, ())
+    outcome.rest = _rest(outcome, (), absent)
     return text_result(_describe(summary, outcome, ()) + " Nobody was asked.", outcome)
 
 
 def _describe(summary: str, outcome: MessageChange, new_uids: tuple[int, ...]) -> str:
     if outcome.status == "nothing_to_do":
         text = f"Nothing was changed ({summary})."
-    elif outcome.status == "stopped":
-        text = (
-            f"Stopped because the call was cancelled ({outcome.approved_by}): {summary}. Changed "
-            f"{outcome.count} message(s); {outcome.not_run_count} were not changed (repeat the call to be asked "
-            "about them)."
-        )
     else:
         text = f"Done ({outcome.approved_by}): {summary}. Changed {outcome.count} message(s)."
     if outcome.already_present_count:

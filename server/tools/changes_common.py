@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-import anyio
-from anyio import from_thread, to_thread
+from anyio import to_thread
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
@@ -14,6 +13,7 @@ from pydantic import BaseModel
 from imap_mcp.server.imap.lookup import MessageSelection, resolve_selections
 from imap_mcp.server.imap.uid_sets import compress
 from imap_mcp.server.logs import get_logger
+from imap_mcp.server.tools.cancellation import CallCancelled, progress_from_thread
 from imap_mcp.server.tools.errors import refusals
 from imap_mcp.server.tools.queries import MessageQuery
 
@@ -75,14 +75,14 @@ def listed(uids: Sequence[int]) -> Sequence[int]:
 
 def progress_between_batches(ctx: Context, doing: str) -> Callable[[int, int], bool]:
     """For a change running in a worker thread, told after each batch: a progress notification (sent only
-    when the client passed a progress token), and whether to go on: False once the call is cancelled."""
-    cancelled = anyio.get_cancelled_exc_class()
+    when the client passed a progress token), and whether to go on: False once the call is cancelled
+    (`tools.cancellation`: the call gets no answer, the log says what was done)."""
+    report = progress_from_thread(ctx, lambda done, total: f"{doing}: {done} of {total} messages")
 
     def after_batch(done: int, total: int) -> bool:
         try:
-            from_thread.check_cancelled()
-            from_thread.run(ctx.report_progress, done, total, f"{doing}: {done} of {total} messages")
-        except cancelled:
+            report(done, total)
+        except CallCancelled:
             return False
         return True
 

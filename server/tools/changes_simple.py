@@ -50,14 +50,29 @@ Flags = Annotated[list[Annotated[str, AfterValidator(checked_flag)]], Field(max_
 
 class FlagsChanged(BaseModel):
     ids: list[str] = Field(description=f"The ids whose flags were changed (at most {LISTED_IDS_MAX}: see count).")
-    missing_ids: list[str] = Field(description="Ids whose messages no longer exist; nothing happened to them.")
+    missing_ids: list[str] = Field(
+        description=f"Ids whose messages no longer exist; nothing happened to them (at most {LISTED_IDS_MAX}: see "
+        "missing_count and rest)."
+    )
     added: list[str]
     removed: list[str]
     count: int = Field(default=0, description="How many messages' flags were changed (exact).")
     missing_count: int = Field(default=0, description="How many messages no longer existed (exact).")
     rest: str | None = Field(
-        default=None, description=f"Set when a list was cut at {LISTED_IDS_MAX} ids: the UIDs changed, as ranges."
+        default=None,
+        description=f"Set when a list was cut at {LISTED_IDS_MAX} ids (the counts stay exact): the UIDs of the ids "
+        "not listed, as ranges.",
     )
+
+
+def _flags_rest(mailbox: str, done: tuple[int, ...], missing: tuple[int, ...]) -> str | None:
+    """The UIDs of the ids a flag result does not list, as ranges; None when both lists are whole."""
+    parts = [
+        f"{what} UIDs in {mailbox!r}: {shown_uids(uids)}"
+        for what, uids in (("changed", done), ("missing", missing))
+        if len(uids) > LISTED_IDS_MAX
+    ]
+    return "; ".join(parts) + "." if parts else None
 
 
 class DraftSaved(BaseModel):
@@ -99,16 +114,14 @@ def register(mcp: MCPServer, pool: ImapPool) -> None:
         def as_ids(uids: Sequence[int]) -> list[str]:
             return [encode_id(MessageRef(messages.mailbox, report.uidvalidity, uid)) for uid in uids]
 
-        cut = len(report.done) > LISTED_IDS_MAX
         return FlagsChanged(
             ids=as_ids(listed(report.done)),
-            # the ids the call named are echoed whole; by query, missing ones are only those expunged meanwhile
-            missing_ids=as_ids(report.missing if chosen is None else listed(report.missing)),
+            missing_ids=as_ids(listed(report.missing)),
             added=add,
             removed=remove,
             count=len(report.done),
             missing_count=len(report.missing),
-            rest=f"UIDs changed in {messages.mailbox!r}: {shown_uids(report.done)}" if cut and report.done else None,
+            rest=_flags_rest(messages.mailbox, report.done, report.missing),
         )
 
     @mcp.tool(

@@ -15,17 +15,19 @@ from urllib.parse import quote
 
 import anyio.to_thread
 from imapclient import IMAPClient
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import BlobResourceContents, CallToolResult, EmbeddedResource, TextContent, ToolAnnotations
 from pydantic import Field
 
 from imap_mcp.server.imap.lookup import MessageSelection, resolve_one
 from imap_mcp.server.imap.message_ids import MessageRef
 from imap_mcp.server.imap.pool import Examined, ImapPool, InMailbox, NoSuchMailbox
+from imap_mcp.server.logs import get_logger
 from imap_mcp.server.reading.attachments import (
     INLINE_LIMIT_BYTES,
     AttachmentFile,
     AttachmentsResult,
+    FetchTally,
     blob,
     chosen_parts,
     inline_parts,
@@ -36,6 +38,7 @@ from imap_mcp.server.reading.reader import MessageContent, fetch_message, messag
 from imap_mcp.server.reading.search import SearchPage, search_page
 from imap_mcp.server.reading.search_cache import OrderCache
 from imap_mcp.server.tools.annotations import read_only
+from imap_mcp.server.tools.cancellation import CallCancelled, noting_cancellation, progress_from_thread
 from imap_mcp.server.tools.deprecated import DeprecatedMailbox, DeprecatedUid
 from imap_mcp.server.tools.errors import refusals
 from imap_mcp.server.tools.queries import SearchText, checked_search_query
@@ -200,19 +203,48 @@ def attachments_annotations(download_dir: Path | None) -> ToolAnnotations:
 
 
 def _download(
-    client: IMAPClient, examined: Examined, target: MessageSelection, part_ids: list[str] | None, directory: Path
+    client: IMAPClient,
+    examined: Examined,
+    target: MessageSelection,
+    part_ids: list[str] | None,
+    directory: Path,
+    report: Callable[[int, int], None],
 ) -> AttachmentsResult:
+    """Each chosen part written to a new file; a cancelled call stops after the piece being fetched, and the
+    file being written goes (those written whole stay)."""
     uid, found = message_attachments(client, examined, target)
-    files = [write_part(client, uid, part, directory) for part in chosen_parts(found, part_ids)]
+    parts = chosen_parts(found, part_ids)
+    tally = FetchTally(parts, report)
+    files: list[AttachmentFile] = []
+    try:
+        for part in parts:
+            files.append(write_part(client, uid, part, directory, tally.fetching(part)))
+            tally.part_done()
+    except CallCancelled:
+        get_logger().info(
+            "get_attachments: mailbox=%r uid=%d stopped by cancellation after %d of %d bytes; %d file(s) written "
+            "whole, the one being written removed",
+            examined.mailbox,
+            uid,
+            tally.done,
+            tally.total,
+            len(files),
+        )
+        raise
     ref = MessageRef(examined.mailbox, examined.uidvalidity, uid)
     return AttachmentsResult(id=ref.id, delivered=files, skipped=[], inline_limit_bytes=None)
 
 
 def _inline(
-    client: IMAPClient, examined: Examined, target: MessageSelection, part_ids: list[str] | None, host: str
+    client: IMAPClient,
+    examined: Examined,
+    target: MessageSelection,
+    part_ids: list[str] | None,
+    host: str,
+    report: Callable[[int, int], None],
 ) -> CallToolResult:
     uid, found = message_attachments(client, examined, target)
-    kept, skipped = inline_parts(client, uid, chosen_parts(found, part_ids))
+    kept, skipped = inline_parts(client, uid, chosen_parts(found, part_ids), report)
     ref = MessageRef(examined.mailbox, examined.uidvalidity, uid)
     result = AttachmentsResult(
         id=ref.id,
@@ -256,6 +288,7 @@ def register_get_attachments(mcp: MCPServer, pool: ImapPool, download_dir: Path 
         annotations=attachments_annotations(download_dir),
     )
     async def get_attachments(
+        ctx: Context,
         id: MessageId = None,
         part_ids: Annotated[
             list[Annotated[str, Field(pattern=r"^[1-9][0-9]*(\.[1-9][0-9]*)*$")]] | None,
@@ -265,20 +298,25 @@ def register_get_attachments(mcp: MCPServer, pool: ImapPool, download_dir: Path 
         uid: DeprecatedUid = None,
     ) -> Annotated[CallToolResult, AttachmentsResult]:
         target = _target(id, mailbox, uid)
+        report = progress_from_thread(ctx, lambda done, total: f"get_attachments: {done} of {total} bytes")
+        what = f"get_attachments: mailbox={target.mailbox!r}"
         if download_dir is not None:
+            download = functools.partial(
+                _download, target=target, part_ids=part_ids, directory=download_dir, report=report
+            )
             # never retried: a second run after a dropped connection would write every file again
-            written = await read_message_of(
-                pool,
-                target,
-                functools.partial(_download, target=target, part_ids=part_ids, directory=download_dir),
-                retry=False,
+            written = await noting_cancellation(
+                lambda: read_message_of(pool, target, download, retry=False),
+                what,
+                "stopping after the piece being fetched; the file being written is removed",
             )
             return CallToolResult(
                 content=[TextContent(type="text", text=written.model_dump_json(by_alias=True))],
                 structured_content=written.model_dump(mode="json", by_alias=True),
             )
-        return await read_message_of(
-            pool, target, functools.partial(_inline, target=target, part_ids=part_ids, host=pool.settings.host)
+        inline = functools.partial(_inline, target=target, part_ids=part_ids, host=pool.settings.host, report=report)
+        return await noting_cancellation(
+            lambda: read_message_of(pool, target, inline), what, "stopping after the piece being fetched"
         )
 
 

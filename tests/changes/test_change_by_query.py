@@ -4,23 +4,37 @@ touched; nothing matched, nothing asked; large results are bounded."""
 
 from __future__ import annotations
 
+import json
+import uuid
+from collections import Counter
+from collections.abc import AsyncIterator
+from functools import partial
 from typing import Any
 
+import anyio
+import httpx
 import pytest
+from fault_proxy import Fault, FaultProxy
 from harness import (
+    MODES,
     Account,
     Person,
+    ProgressNotifications,
+    ServerLog,
     answer,
     append_message,
     ask,
     error_text,
+    http_server,
     inbox_uids,
+    message_id_counts,
     message_ids,
     served,
     stdio_params,
     structured,
 )
 from mcp import Client
+from mcp.client.stdio import stdio_client
 
 from imap_mcp.server.changes import by_query
 from imap_mcp.server.changes.messages import BATCH
@@ -31,9 +45,10 @@ pytestmark = pytest.mark.anyio
 SENDER = "Query Sender <query.sender@example.org>"
 
 
-def mail(subject: str, sender: str = SENDER) -> bytes:
+def mail(subject: str, sender: str = SENDER, message_id: str | None = None) -> bytes:
+    header = f"Message-ID: {message_id}\r\n" if message_id else ""
     return (
-        f"From: {sender}\r\nTo: owner@example.com\r\nSubject: {subject}\r\n"
+        f"From: {sender}\r\nTo: owner@example.com\r\nSubject: {subject}\r\n{header}"
         "Date: Tue, 1 Dec 2026 09:00:00 +0000\r\nMIME-Version: 1.0\r\n\r\nbody\r\n"
     ).encode()
 
@@ -133,12 +148,14 @@ async def test_flags_by_query_change_exactly_the_matching_messages(account: Acco
     client_.logout()
 
 
-def bulk(account: Account, count: int) -> None:
-    """Append `count` messages from SENDER to INBOX on one connection."""
+def bulk(account: Account, count: int) -> set[str]:
+    """Append `count` messages from SENDER to INBOX on one connection; their Message-IDs (each its own)."""
     client = account.imap()
-    for n in range(count):
-        client.append("INBOX", mail(f"bulk {n}"))
+    message_ids = {f"<bulk-{n}-{uuid.uuid4().hex}@example.org>" for n in range(count)}
+    for n, message_id in enumerate(sorted(message_ids)):
+        client.append("INBOX", mail(f"bulk {n}", message_id=message_id))
     client.logout()
+    return message_ids
 
 
 async def test_a_large_change_answers_in_counts_and_ranges(account: Account) -> None:
@@ -183,8 +200,9 @@ async def test_bad_queries_are_refused_and_change_nothing(account: Account, args
     assert message_ids(account, "INBOX") == before
 
 
-@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
-async def test_a_long_change_reports_progress_over_stdio_to_a_client_that_asked(account: Account, mode: str) -> None:
+async def progress_of_a_long_change(account: Account, server: Any, mode: str) -> None:
+    """A copy then a move of 2 batches and a bit, by query: progress after each batch to the call that passed a
+    progress token, none to the one that did not."""
     count = 2 * BATCH + 10
     bulk(account, count)
     seen: list[tuple[float, float | None, str | None]] = []
@@ -193,12 +211,26 @@ async def test_a_long_change_reports_progress_over_stdio_to_a_client_that_asked(
         seen.append((done, total, message))
 
     args = {"query": QUERY, "destination": "Archive", "mode": "copy"}
-    async with Client(stdio_params(account.env()), mode=mode, elicitation_callback=Person()) as client:
+    notified = ProgressNotifications()
+    async with Client(server, mode=mode, elicitation_callback=Person(), message_handler=notified) as client:
         result = await client.call_tool("move_messages", args, progress_callback=progress)
         quiet = await client.call_tool("move_messages", {**args, "mode": "move"})  # no progress token: none sent
     assert structured(result)["count"] == count and structured(quiet)["count"] == count
+    assert len(notified.progress) == len(seen)
     assert [(done, total) for done, total, _ in seen] == [(BATCH, count), (2 * BATCH, count), (count, count)]
     assert all(message and message.startswith("copy ") for _, _, message in seen)
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_long_change_reports_progress_over_stdio_to_a_client_that_asked(account: Account, mode: str) -> None:
+    await progress_of_a_long_change(account, stdio_params(account.env()), mode)
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_long_change_reports_progress_over_http_to_a_client_that_asked(account: Account, mode: str) -> None:
+    """2026-07-28: the POST's response turns into an SSE stream; 2025-11-25: in the session's SSE response."""
+    with http_server(account.env()) as url:
+        await progress_of_a_long_change(account, url, mode)
 
 
 def test_a_change_stopped_between_batches_reports_exactly_the_batches_that_ran(account: Account) -> None:
@@ -224,3 +256,146 @@ def test_a_change_stopped_between_batches_reports_exactly_the_batches_that_ran(a
     assert told == [(BATCH, BATCH + 10)] and len(report.done) == BATCH and len(report.not_run) == 10
     assert set(report.done) | set(report.not_run) == asked and len(report.new_uids) == BATCH
     assert asked & inbox_uids(account) == set(report.not_run)
+
+
+# --- cancellation through the real transports: whole batches only, nothing lost or twice ---
+
+MOVE_ALL = {"query": QUERY, "destination": "Archive"}
+#: how many messages a move cancelled as below has moved: the batch before the cancellation, and the one it held
+MOVED_WHEN_CANCELLED = 2 * BATCH
+
+
+def proxied_env(account: Account, proxy: FaultProxy) -> dict[str, str]:
+    """imap-mcp talking plain IMAP through `proxy`; IMAP_TIMEOUT only a hang guard while a batch is held."""
+    return account.env("none", IMAP_PORT=str(proxy.port), IMAP_TIMEOUT="120")
+
+
+def hold_the_second_batch(proxy: FaultProxy) -> Fault:
+    """The second batch's MOVE waits half-sent at the proxy until released."""
+    return proxy.inject(Fault(b" UID MOVE ", "hold", direction="to_server", skip=1))
+
+
+async def cancel_during_the_second_batch(client: Client, held: Fault, log: ServerLog) -> str:
+    """Move every bulk message by query; once the first batch's progress arrives, cancel the call while the second
+    batch is held; once the server has logged the cancellation, let that batch go on. The server's line saying
+    where the change stopped."""
+    first_batch_done = anyio.Event()
+
+    async def progress(done: float, total: float | None, message: str | None) -> None:
+        first_batch_done.set()
+
+    async with anyio.create_task_group() as calling:
+        calling.start_soon(partial(client.call_tool, "move_messages", MOVE_ALL, progress_callback=progress))
+        await first_batch_done.wait()
+        calling.cancel_scope.cancel()  # stdio: notifications/cancelled; Streamable HTTP: the stream is closed
+    await log.line("cancelled by the client; stopping after the running batch")
+    held.release()
+    return await log.line("stopped by cancellation")
+
+
+def assert_whole_batches_moved(account: Account, sent: set[str], stopped: str) -> None:
+    """The server said it stopped after two batches; the mailboxes agree, message by message."""
+    rest = len(sent) - MOVED_WHEN_CANCELLED
+    assert stopped.endswith(
+        f"move mailbox='INBOX' stopped by cancellation after {MOVED_WHEN_CANCELLED} message(s); {rest} not changed"
+    )
+    client = account.imap()
+    try:
+        inbox, archive = message_id_counts(client, "INBOX"), message_id_counts(client, "Archive")
+    finally:
+        client.logout()
+    moved = Counter({m: n for m, n in archive.items() if m in sent})
+    left = Counter({m: n for m, n in inbox.items() if m in sent})
+    assert len(moved) == MOVED_WHEN_CANCELLED and len(left) == rest and set(moved) | set(left) == sent
+    assert set(moved.values()) == set(left.values()) == {1}  # nothing twice
+    assert not [m for m in archive if m.endswith("@imap-mcp.invalid>")]  # the change's claim is gone
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_move_cancelled_over_stdio_stops_between_batches(account: Account, mode: str) -> None:
+    sent = bulk(account, 3 * BATCH + 10)
+    with FaultProxy(account.server.port) as proxy, ServerLog() as log:
+        held = hold_the_second_batch(proxy)
+        transport = stdio_client(stdio_params(proxied_env(account, proxy)), errlog=log.writer)
+        async with Client(transport, mode=mode, elicitation_callback=Person()) as client:
+            stopped = await cancel_during_the_second_batch(client, held, log)
+    assert_whole_batches_moved(account, sent, stopped)
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_move_cancelled_over_http_stops_between_batches(account: Account, mode: str) -> None:
+    """2026-07-28: the client closes the response stream; 2025-11-25: it posts notifications/cancelled."""
+    sent = bulk(account, 3 * BATCH + 10)
+    with FaultProxy(account.server.port) as proxy, ServerLog() as log:
+        held = hold_the_second_batch(proxy)
+        with http_server(proxied_env(account, proxy), stderr=log) as url:
+            async with Client(url, mode=mode, elicitation_callback=Person()) as client:
+                stopped = await cancel_during_the_second_batch(client, held, log)
+    assert_whole_batches_moved(account, sent, stopped)
+
+
+LEGACY_HEADERS = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+
+
+INITIALIZE_2025 = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}},
+}
+
+
+def move_call(request_id: int, arguments: dict[str, Any], progress_token: str | None = None) -> dict[str, Any]:
+    params: dict[str, Any] = {"name": "move_messages", "arguments": arguments}
+    if progress_token is not None:
+        params["_meta"] = {"progressToken": progress_token}
+    return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+
+
+async def sse_messages(response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
+    """The JSON-RPC messages of an SSE response, as they arrive."""
+    async for line in response.aiter_lines():
+        if line.startswith("data:"):
+            yield json.loads(line[5:])
+
+
+async def legacy_post(http: httpx.AsyncClient, url: str, message: dict[str, Any]) -> dict[str, Any]:
+    """POST one request of a 2025-11-25 session; its answer (the response of its SSE stream)."""
+    async with http.stream("POST", url, json=message) as response:
+        async for answer in sse_messages(response):
+            if answer.get("id") == message["id"]:
+                return answer
+    raise AssertionError(f"no answer to {message['method']}")
+
+
+async def test_a_2025_session_over_http_answers_a_cancelled_move_request_cancelled(account: Account) -> None:
+    """The one transport that still answers a cancelled call: the SDK ends the 2025-11-25 request's SSE stream
+    with -32800 (its stream ends only with a response); the move stopped after the running batch all the same."""
+    sent = bulk(account, 3 * BATCH + 10)
+    with FaultProxy(account.server.port) as proxy, ServerLog() as log:
+        held = hold_the_second_batch(proxy)
+        with http_server(proxied_env(account, proxy), stderr=log) as url:
+            async with httpx.AsyncClient(headers=LEGACY_HEADERS, timeout=120) as http:
+                opened = await http.post(url, json=INITIALIZE_2025)
+                http.headers.update(
+                    {"mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": "2025-11-25"}
+                )
+                await http.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+                first = await legacy_post(http, url, move_call(2, MOVE_ALL))  # no dialog declared: the two-call token
+                token = first["result"]["structuredContent"]["confirm_token"]
+                with_token = move_call(3, {**MOVE_ALL, "confirm_token": token}, progress_token="move")
+                async with http.stream("POST", url, json=with_token) as response:
+                    messages = sse_messages(response)
+                    progress = await anext(messages)
+                    cancel = {"requestId": 3, "reason": "the user stopped it"}
+                    acknowledged = await http.post(
+                        url, json={"jsonrpc": "2.0", "method": "notifications/cancelled", "params": cancel}
+                    )
+                    await log.line("cancelled by the client; stopping after the running batch")
+                    held.release()
+                    rest = [message async for message in messages]
+                stopped = await log.line("stopped by cancellation")
+    assert progress["method"] == "notifications/progress" and progress["params"]["progress"] == BATCH
+    assert acknowledged.status_code == 202
+    assert rest == [{"jsonrpc": "2.0", "id": 3, "error": {"code": -32800, "message": "Request cancelled"}}]
+    assert_whole_batches_moved(account, sent, stopped)

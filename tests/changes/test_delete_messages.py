@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import anyio
@@ -9,6 +10,7 @@ import pytest
 from harness import Account, Person, answer, ask, error_text, message_ids, pool_without, served, structured
 
 from imap_mcp.server.demo.sample_mail import sample_messages
+from imap_mcp.server.tools.changes_common import LISTED_IDS_MAX
 
 pytestmark = pytest.mark.anyio
 
@@ -192,7 +194,29 @@ async def test_fifty_thousand_ids_of_which_two_exist_ask_about_two_and_report_th
     content = result.structured_content
     assert len(person.shown) == 1 and "Permanently delete 2 messages" in person.shown[0]
     assert content["count"] == 2 and content["ids"] == existing  # type: ignore[index]
-    assert content["missing_ids"] == unknown  # type: ignore[index]
+    # bounded for a model: the first ids, the exact count, and the rest as UID ranges
+    assert content["missing_ids"] == unknown[:LISTED_IDS_MAX] and content["missing_count"] == len(unknown)  # type: ignore[index]
+    assert "at the UIDs 1000:50997:" in content["rest"]  # type: ignore[index]
+    assert len(result.content[0].text) + len(json.dumps(content)) < 20_000  # type: ignore[union-attr]
+
+
+async def test_the_token_answers_to_fifty_thousand_ids_are_bounded_too(account: Account) -> None:
+    from imap_mcp.server.imap.message_ids import MessageRef, decode_id
+
+    existing = message_ids(account, "INBOX")[:2]
+    unknown = [MessageRef("INBOX", decode_id(existing[0]).uidvalidity, uid).id for uid in range(1_000, 50_998)]
+    args = {"ids": unknown + existing, "permanent": True}
+    async with served(account, mode="2026-07-28") as client:  # no dialog: the two-call token
+        first = await client.call_tool("delete_messages", args)
+        token = structured(first)["confirm_token"]
+        second = await client.call_tool("delete_messages", {**args, "confirm_token": token})
+    assert structured(first)["status"] == "confirmation_required" and structured(second)["count"] == 2
+    for result in (first, second):
+        content = structured(result)
+        assert content["missing_ids"] == unknown[:LISTED_IDS_MAX] and content["missing_count"] == len(unknown)
+        assert "at the UIDs 1000:50997:" in content["rest"]
+        assert len(result.content[0].text) + len(json.dumps(content)) < 20_000
+    assert not set(existing) & set(message_ids(account, "INBOX"))
 
 
 async def test_an_approved_delete_into_a_trash_no_client_has_opened_still_runs_a_second_later(

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from harness import Account, message_ids, served
+
+from imap_mcp.server.tools.changes_common import LISTED_IDS_MAX
 
 pytestmark = pytest.mark.anyio
 
@@ -52,6 +56,10 @@ async def test_flags_on_many_ids_change_those_that_exist_and_report_the_rest_mis
     unknown = [MessageRef("INBOX", decode_id(existing[0]).uidvalidity, uid).id for uid in range(1_000, 21_000)]
     async with served(account) as client:
         result = await client.call_tool("set_message_flags", {"ids": unknown + existing, "add": ["Work"]})
-    assert result.structured_content["ids"] == existing  # type: ignore[index]
-    assert result.structured_content["missing_ids"] == unknown  # type: ignore[index]
+    content = result.structured_content
+    assert content["ids"] == existing  # type: ignore[index]
+    # bounded for a model: the first ids, the exact count, and the rest as UID ranges
+    assert content["missing_ids"] == unknown[:LISTED_IDS_MAX] and content["missing_count"] == len(unknown)  # type: ignore[index]
+    assert content["rest"] == "missing UIDs in 'INBOX': 1000:20999."  # type: ignore[index]
+    assert len(result.content[0].text) + len(json.dumps(content)) < 20_000  # type: ignore[union-attr]
     assert b"Work" in flags_of(account, 1)

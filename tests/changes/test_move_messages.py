@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from typing import Any
 
@@ -12,6 +13,7 @@ from harness import new_account as fresh_account
 from imap_mcp.server.demo.sample_mail import seed
 from imap_mcp.server.imap.message_ids import MessageRef
 from imap_mcp.server.imap.uid_sets import compress, expand
+from imap_mcp.server.tools.changes_common import LISTED_IDS_MAX
 
 pytestmark = pytest.mark.anyio
 
@@ -91,7 +93,9 @@ async def test_a_huge_uid_set_goes_to_the_server_as_ranges(account: Account) -> 
     result = await move(account, {"ids": ids, "destination": "Archive"})
     content = result.structured_content
     assert not result.is_error, result.content
-    assert content["count"] == len(inbox) and len(content["missing_ids"]) == len(far)
+    assert content["count"] == len(inbox) and content["missing_count"] == len(far)
+    assert len(content["missing_ids"]) == LISTED_IDS_MAX and "4000000000:4000005999" in content["rest"]
+    assert len(result.content[0].text) + len(json.dumps(content)) < 20_000
     assert message_ids(account, "INBOX") == []
 
 

@@ -3,17 +3,31 @@
 from __future__ import annotations
 
 import base64
+import itertools
 import os
 import socket
 from dataclasses import replace
 from email.message import EmailMessage
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
-from harness import Account, append_message, error_text, served, stdio_params, structured
+from fault_proxy import Fault, FaultProxy
+from harness import (
+    Account,
+    ProgressNotifications,
+    ServerLog,
+    append_message,
+    error_text,
+    served,
+    stdio_params,
+    structured,
+)
 from imapclient import IMAPClient
 from mcp import Client
+from mcp.client.stdio import stdio_client
 from mcp.types import EmbeddedResource
 
 from imap_mcp.server.config import ImapSettings
@@ -21,7 +35,7 @@ from imap_mcp.server.demo.sample_mail import TINY_PNG
 from imap_mcp.server.imap.connection import connect
 from imap_mcp.server.imap.message_ids import decode_id
 from imap_mcp.server.imap.pool import ImapPool
-from imap_mcp.server.reading.attachments import INLINE_LIMIT_BYTES
+from imap_mcp.server.reading.attachments import CHUNK_BYTES, INLINE_LIMIT_BYTES
 
 pytestmark = pytest.mark.anyio
 
@@ -207,3 +221,65 @@ async def test_the_download_dir_comes_from_the_environment(account: Account, tmp
         summary = structured(await client.call_tool("get_attachments", {"id": await invoice_id(client)}))
     assert [Path(f["path"]) for f in summary["delivered"]] == [tmp_path / "invoice.pdf", tmp_path / "Übersicht.txt"]
     assert (tmp_path / "invoice.pdf").read_bytes() == INVOICE
+
+
+# --- progress and cancellation of a large download, over stdio ---
+
+LARGE = 5 * 1024 * 1024  #: decoded; base64 makes it about 7 MB on the server: several fetch pieces (CHUNK_BYTES)
+
+
+@pytest.mark.parametrize("where", ["inline", "download_dir"])
+async def test_a_large_attachment_reports_progress_in_bytes_to_a_client_that_asked(
+    account: Account, tmp_path: Path, where: str
+) -> None:
+    data = os.urandom(LARGE)
+    uid = append_message(account, message_with(("large.bin", data)))
+    env = account.env(IMAP_DOWNLOAD_DIR=str(tmp_path)) if where == "download_dir" else account.env()
+    seen: list[tuple[float, float | None]] = []
+
+    async def progress(done: float, total: float | None, message: str | None) -> None:
+        seen.append((done, total))
+
+    notified = ProgressNotifications()
+    args = {"mailbox": "INBOX", "uid": uid}
+    async with Client(stdio_params(env), message_handler=notified) as client:
+        result = await client.call_tool("get_attachments", args, progress_callback=progress)
+        with_token = len(notified.progress)
+        quiet = await client.call_tool("get_attachments", args)  # no progress token: none sent
+    assert structured(result)["delivered"] and structured(quiet)["delivered"]
+    total = seen[-1][1]
+    assert total is not None and total > LARGE and len(seen) > total // CHUNK_BYTES  # encoded: a piece at a time
+    assert {t for _, t in seen} == {total} and seen[-1][0] == total
+    assert all(earlier < later for (earlier, _), (later, _) in itertools.pairwise(seen))
+    assert with_token == len(seen) and len(notified.progress) == with_token
+    if where == "inline":
+        assert base64.b64decode(result.content[1].resource.blob) == data  # type: ignore[union-attr]
+    else:
+        assert sorted(p.read_bytes() == data for p in tmp_path.iterdir()) == [True, True]  # "large (1).bin"
+
+
+@pytest.mark.servers("dovecot", reason="the fault proxy reads plain IMAP, which the harness's Dovecot allows")
+async def test_a_cancelled_download_stops_and_leaves_no_half_written_file(account: Account, tmp_path: Path) -> None:
+    """Cancelled after the first piece, while the second is held at the proxy: the partial file goes, and no file
+    ever had the attachment's name."""
+    uid = append_message(account, message_with(("large.bin", os.urandom(LARGE))))
+    first_piece = anyio.Event()
+
+    async def progress(done: float, total: float | None, message: str | None) -> None:
+        first_piece.set()
+
+    with FaultProxy(account.server.port) as proxy, ServerLog() as log:
+        held = proxy.inject(Fault(f"<{CHUNK_BYTES}.".encode(), "hold", direction="to_server"))
+        env = account.env("none", IMAP_PORT=str(proxy.port), IMAP_TIMEOUT="120", IMAP_DOWNLOAD_DIR=str(tmp_path))
+        async with Client(stdio_client(stdio_params(env), errlog=log.writer)) as client:
+            async with anyio.create_task_group() as calling:
+                args = {"mailbox": "INBOX", "uid": uid}
+                calling.start_soon(partial(client.call_tool, "get_attachments", args, progress_callback=progress))
+                await first_piece.wait()
+                calling.cancel_scope.cancel()  # the client sends notifications/cancelled
+            await log.line("get_attachments: mailbox='INBOX' cancelled by the client")
+            held.release()
+            stopped = await log.line("stopped by cancellation")
+    assert f"uid={uid} stopped by cancellation after {2 * CHUNK_BYTES} of " in stopped
+    assert "0 file(s) written whole" in stopped
+    assert list(tmp_path.iterdir()) == []
