@@ -13,8 +13,8 @@ made again, unmeasured, before every call) of:
 - imap-mcp: `search_messages` through `imap-mcp stdio` and the SDK client (2026-07-28);
 - raw: a kept-selected imapclient connection sorting again (`UID SORT (REVERSE ARRIVAL)` + `UID
   FETCH` of the newest 20 with the items imap-mcp fetches): what an exact answer costs without memory;
-- raw floor: the same connection's `NOOP` + `FETCH n-19:n` (sequence numbers; newest 20 by arrival,
-  total = EXISTS), which no search can beat;
+- raw floor: the same connection's `NOOP` + `STATUS MESSAGES` + `FETCH n-19:n` (sequence numbers;
+  newest 20 by arrival, total = MESSAGES), which no search can beat;
 - the SDK's trivial call: `get_message` with an id that does not decode, on the same imap-mcp client:
   a whole tool call (arguments, tool, error result) that touches no IMAP.
 
@@ -49,7 +49,7 @@ from run import CACHE_FIELDS, PASSWORD, SENDER, USER, Raw, raw_client, rounds, s
 KINDS = {"page 1": {}, "FROM page 1": {"from": SENDER}}
 CRITERIA = {"page 1": ["ALL"], "FROM page 1": ["FROM", SENDER]}
 CASES = ("(a) unchanged", "(b) a flag flipped", "(c) one new message", "(d) one message expunged")
-MINE, RAW, FLOOR, SDK = "imap-mcp", "raw SORT + FETCH", "raw floor (NOOP + FETCH n-19:n)", "SDK trivial call"
+MINE, RAW, FLOOR, SDK = "imap-mcp", "raw SORT + FETCH", "raw floor (NOOP + STATUS + FETCH n-19:n)", "SDK trivial call"
 
 
 def populate(dovecot: Dovecot, count: int) -> None:
@@ -95,7 +95,7 @@ class OtherClient:
 
 
 def floor(raw: Raw) -> None:
-    """NOOP (learn EXISTS), then FETCH the last 20 sequence numbers: newest 20 by arrival, total = EXISTS."""
+    """NOOP and STATUS (the total), then FETCH the last 20 sequence numbers: newest 20 by arrival."""
     raw.client.noop()
     total = raw.client.folder_status("INBOX", [b"MESSAGES"])[b"MESSAGES"]
     raw.client._imap.fetch(f"{max(total - 19, 1)}:{total}", "(FLAGS INTERNALDATE RFC822.SIZE ENVELOPE BODYSTRUCTURE)")
