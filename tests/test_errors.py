@@ -24,10 +24,10 @@ from imap_mcp.server.errors import ImapMcpError, MailboxError
 from imap_mcp.server.imap.failures import LIBRARY_ERRORS, explain
 
 SETTINGS = ImapSettings(host="imap.example", port=993, username="u@imap.example", password=Secret("pw"), timeout=7.5)
-#: exceptions defined in server/ that never reach a tool: startup configuration, the demo's own Dovecot
-#: raised only outside the tools: at start (settings, the demo's Dovecot, the address to listen on) and inside
-#: `imap-mcp check` (a failed step ends that server's check)
-NOT_TOOL_ERRORS = {"ConfigError", "DovecotError", "CannotListen", "StepFailed"}
+#: exceptions defined in server/ that never reach a tool's answer: raised at start (settings, the demo's Dovecot,
+#: the address to listen on), inside `imap-mcp check` (a failed step ends that server's check), or in the worker
+#: thread of a call already cancelled, which gets no answer at all (`tools.cancellation.CallCancelled`)
+NOT_TOOL_ERRORS = {"ConfigError", "DovecotError", "CannotListen", "StepFailed", "CallCancelled"}
 
 
 def subclasses(root: type[BaseException]) -> set[type[BaseException]]:
