@@ -54,7 +54,7 @@ from imap_mcp.server.reading.search import SUMMARY_ITEMS
 
 sys.path.insert(0, str(Path(__file__).parent))
 from populate import generate, write_maildir
-from run import CACHE_FIELDS, PASSWORD, USER, raw_client
+from run import CACHE_FIELDS, PASSWORD, USER, raw_client, server_params
 
 Step = Callable[[], Any]
 
@@ -78,7 +78,7 @@ def rounds(before: Step, after: Step, runs: int) -> tuple[list[float], list[floa
 
 def tool_checks(dovecot: Dovecot, loop: asyncio.AbstractEventLoop) -> tuple[Step, Step]:
     """Both checks as coroutines on one event loop, so both pay the same to run there."""
-    mcp = build_server(load_settings(environment(dovecot)))
+    mcp = build_server(load_settings(server_params(dovecot).env))
 
     async def listed() -> bool:
         return "search_messages" in {tool.name for tool in await mcp.list_tools()}
@@ -87,17 +87,6 @@ def tool_checks(dovecot: Dovecot, loop: asyncio.AbstractEventLoop) -> tuple[Step
         return mcp._tool_manager.get_tool("search_messages") is not None
 
     return lambda: loop.run_until_complete(listed()), lambda: loop.run_until_complete(looked_up())
-
-
-def environment(dovecot: Dovecot) -> dict[str, str]:
-    return {
-        "IMAP_HOST": "127.0.0.1",
-        "IMAP_PORT": str(dovecot.tls_port),
-        "IMAP_USERNAME": USER,
-        "IMAP_PASSWORD": PASSWORD,
-        "IMAP_TLS": "implicit",
-        "IMAP_CA_FILE": str(dovecot.cert_file),
-    }
 
 
 def syncs(client: IMAPClient) -> tuple[Step, Step]:

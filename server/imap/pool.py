@@ -16,9 +16,9 @@ of the same mailbox on that connection skips the EXAMINE, which on a large Maild
 saves the server re-reading its UID list. The memory is only a shortcut: before every such
 read the pool sends NOOP, then one STATUS (`mailbox_state.noop_then_status`: the NOOP makes the
 server report new and expunged messages, or drop the session if the mailbox was renumbered), and
-it EXAMINEs again whenever the UIDVALIDITY differs. The STATUS also gives the
-mailbox's state (`Examined.state`), which the search-order cache reuses. Any other operation may
-select what it likes, so after one the pool forgets what the connection had selected.
+it EXAMINEs again whenever the UIDVALIDITY differs. The STATUS also gives the mailbox's state
+(`Examined.state`), which the search-order cache reuses. Any other operation may select what it
+likes, so after one the pool forgets what the connection had selected.
 """
 
 from __future__ import annotations

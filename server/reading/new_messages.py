@@ -43,15 +43,7 @@ from imap_mcp.server.imap.fetch import add_flags_unless_changed
 from imap_mcp.server.imap.mailbox_state import mailbox_state
 from imap_mcp.server.imap.pool import Examined, NoSuchMailbox
 from imap_mcp.server.imap.uid_sets import compress
-from imap_mcp.server.reading.search import (
-    SUMMARY_ITEMS,
-    MessageSummary,
-    SearchQuery,
-    matching,
-    newest_first,
-    page_of,
-    page_summaries,
-)
+from imap_mcp.server.reading.search import MessageSummary, SearchQuery, matching, newest_first, page_of, page_summaries
 
 #: the keyword on every message this tool has listed
 LISTED = b"$ImapMcpListed"
@@ -134,7 +126,7 @@ def look(client: IMAPClient, mailbox: str, offset: int, limit: int) -> Look:
     unchanged_since = _highest_modseq(client, mailbox)
     ordered = newest_first(client, NEW)
     first_look = bool(ordered) and not matching(client, ALREADY_LISTED)
-    page = page_summaries(client, examined, *page_of(client, ordered, offset, limit, SUMMARY_ITEMS))
+    page = page_summaries(client, examined, *page_of(client, ordered, offset, limit))
     return Look(examined, unchanged_since, len(ordered), first_look, offset, page)
 
 

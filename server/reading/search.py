@@ -268,24 +268,24 @@ def _timestamp(data: FetchData) -> float:
 
 
 def page_of(
-    client: IMAPClient, ordered: Sequence[int], offset: int, limit: int, items: Sequence[str] = ("INTERNALDATE",)
+    client: IMAPClient, ordered: Sequence[int], offset: int, limit: int
 ) -> tuple[list[int], dict[int, FetchData]]:
     """`ordered[offset:offset + limit]`, with every run of equal INTERNALDATEs that reaches into it
-    in descending UID order (the later arrival first); and what was fetched on the way: `items` (which
-    should include INTERNALDATE) for the page and its two neighbours, INTERNALDATE for the rest.
+    in descending UID order (the later arrival first); and the summary items of the page and its two
+    neighbours, fetched with their dates in one command (for `page_summaries`).
 
     Each such run is read whole (the dates of the page, its neighbours, and further while the run
     goes on), so a run split across two pages is ordered alike on both: paging stays gap-free.
-    Passing the summary items as `items` fetches a page's summaries and its dates in one command.
     """
     stop = min(offset + limit, len(ordered))
     if offset >= stop:
         return [], {}
     low, high = max(offset - 1, 0), min(stop + 1, len(ordered))
-    fetched = fetch(client, ordered[low:high], items)
+    fetched = fetch(client, ordered[low:high], SUMMARY_ITEMS)
     undated = [uid for uid in ordered[low:high] if b"INTERNALDATE" not in fetched.get(uid, {})]
-    for uid, data in fetch(client, undated, ["INTERNALDATE"]).items() if undated else ():
-        fetched.setdefault(uid, {}).update(data)
+    if undated:  # a message whose summary could not be read: its date alone is short
+        for uid, data in fetch(client, undated, ["INTERNALDATE"]).items():
+            fetched.setdefault(uid, {}).update(data)
     dates = {uid: _timestamp(data) for uid, data in fetched.items()}
 
     def date_at(index: int) -> float:
@@ -368,7 +368,7 @@ def search_page(
         ordered: Sequence[int] = newest_first(client, query)
     else:
         ordered = cache.ordered(examined, LiveSearch(client, query))
-    page, fetched = page_of(client, ordered, query.offset, query.limit, SUMMARY_ITEMS)
+    page, fetched = page_of(client, ordered, query.offset, query.limit)
     return SearchPage(
         mailbox=examined.mailbox,
         total=len(ordered),
