@@ -1,10 +1,10 @@
 """Real IMAP servers besides Dovecot for the test matrix: Cyrus IMAP and Courier-IMAP.
 
-`scripts/dev setup` downloads their Debian packages and unpacks them into `.cache/imap-servers/root`
-(installing them would make apt remove dovecot-imapd: all three provide `imap-server`). Each
-launcher runs its server from that tree in a short temp dir, on two free loopback ports (plain
-and implicit TLS), and stops it by signalling its whole process group, like
-`server/demo/dovecot.py` does for Dovecot.
+`scripts/dev setup` downloads their Debian packages and unpacks them into
+`/var/cache/imap-mcp/imap-servers/root`, or the tree named by `IMAP_MCP_SERVERS_ROOT` (installing
+them would make apt remove dovecot-imapd: all three provide `imap-server`). Each launcher runs its
+server from that tree in a short temp dir, on two free loopback ports (plain and implicit TLS), and
+stops it by signalling its whole process group, like `server/demo/dovecot.py` does for Dovecot.
 """
 
 from __future__ import annotations
@@ -20,9 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-UNPACKED = Path(
-    os.environ.get("IMAP_MCP_SERVERS_ROOT", Path(__file__).resolve().parents[2] / ".cache" / "imap-servers" / "root")
-)
+#: outside the checkout: Cyrus, started as root, serves as `nobody`, who may not enter the checkout
+UNPACKED = Path(os.environ.get("IMAP_MCP_SERVERS_ROOT", "/var/cache/imap-mcp/imap-servers/root"))
 
 
 class ServerMissing(RuntimeError):
