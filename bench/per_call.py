@@ -50,7 +50,7 @@ from imap_mcp.server.imap import fetch as imap_fetch
 from imap_mcp.server.imap.fetch_parser import parse_fetch_response
 from imap_mcp.server.imap.mailbox_state import STATE_ITEMS, noop_then_status
 from imap_mcp.server.imap.uid_sets import compress
-from imap_mcp.server.reading.search import SUMMARY_ITEMS
+from imap_mcp.server.reading.summaries import SUMMARY_ITEMS
 
 sys.path.insert(0, str(Path(__file__).parent))
 from populate import generate, write_maildir

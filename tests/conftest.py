@@ -38,6 +38,7 @@ MATRIX_MODULES = {
     "test_search_cache",
     "test_send_message",
     "test_server_matrix",
+    "test_summary_cache",
 }
 
 

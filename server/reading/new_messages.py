@@ -43,7 +43,8 @@ from imap_mcp.server.imap.fetch import add_flags_unless_changed
 from imap_mcp.server.imap.mailbox_state import mailbox_state
 from imap_mcp.server.imap.pool import Examined, NoSuchMailbox
 from imap_mcp.server.imap.uid_sets import compress
-from imap_mcp.server.reading.search import MessageSummary, SearchQuery, matching, newest_first, page_of, page_summaries
+from imap_mcp.server.reading.search import SearchQuery, matching, newest_first, summarised_page
+from imap_mcp.server.reading.summaries import MessageSummary
 
 #: the keyword on every message this tool has listed
 LISTED = b"$ImapMcpListed"
@@ -126,7 +127,7 @@ def look(client: IMAPClient, mailbox: str, offset: int, limit: int) -> Look:
     unchanged_since = _highest_modseq(client, mailbox)
     ordered = newest_first(client, NEW)
     first_look = bool(ordered) and not matching(client, ALREADY_LISTED)
-    page = page_summaries(client, examined, *page_of(client, ordered, offset, limit))
+    page = summarised_page(client, examined, ordered, offset, limit)
     return Look(examined, unchanged_since, len(ordered), first_look, offset, page)
 
 

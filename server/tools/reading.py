@@ -37,6 +37,7 @@ from imap_mcp.server.reading.attachments import (
 from imap_mcp.server.reading.reader import MessageContent, fetch_message, message_content
 from imap_mcp.server.reading.search import SearchPage, search_page
 from imap_mcp.server.reading.search_cache import OrderCache
+from imap_mcp.server.reading.summaries import SummaryCache
 from imap_mcp.server.tools.annotations import read_only
 from imap_mcp.server.tools.cancellation import CallCancelled, noting_cancellation, progress_from_thread
 from imap_mcp.server.tools.deprecated import DeprecatedMailbox, DeprecatedUid
@@ -122,7 +123,7 @@ def _target(message_id: str | None, mailbox: str | None, uid: int | None) -> Mes
 
 
 def register_search(mcp: MCPServer, pool: ImapPool) -> None:
-    order_cache = OrderCache()
+    order_cache, summary_cache = OrderCache(), SummaryCache()
 
     @mcp.tool(
         name="search_messages",
@@ -153,7 +154,8 @@ def register_search(mcp: MCPServer, pool: ImapPool) -> None:
         limit: PageLimit = DEFAULT_PAGE_SIZE,
     ) -> SearchPage:
         query = checked_search_query(sender, to, subject, text, since, before, unread_only, flagged_only, offset, limit)
-        return await read(pool, mailbox, functools.partial(search_page, query=query, cache=order_cache))
+        page = functools.partial(search_page, query=query, cache=order_cache, summaries=summary_cache)
+        return await read(pool, mailbox, page)
 
 
 def register_get_message(mcp: MCPServer, pool: ImapPool) -> None:

@@ -22,7 +22,7 @@ from imap_mcp.server.imap.connection import connect
 from imap_mcp.server.imap.message_ids import MessageRef
 from imap_mcp.server.logs import get_logger
 from imap_mcp.server.reading.parts import decode_words
-from imap_mcp.server.reading.search import _addresses
+from imap_mcp.server.reading.summaries import addresses
 from imap_mcp.server.webhooks.outbox import enqueue, rfc3339
 from imap_mcp.server.webhooks.rows import load_row
 from imap_mcp.server.webhooks.settings import WebhookSettings
@@ -178,7 +178,7 @@ class InboxWatcher:
             "mailbox": MAILBOX,
             "id": MessageRef(MAILBOX, uidvalidity, uid).id,
             "uid": uid,
-            "from": ", ".join(_addresses(envelope.from_)) if envelope else "",
+            "from": ", ".join(addresses(envelope.from_)) if envelope else "",
             "subject": decode_words(envelope.subject) if envelope and envelope.subject else "",
             "date": _date(received),
         }
