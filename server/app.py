@@ -25,6 +25,7 @@ from imap_mcp.server.tools import (
     server_info,
     webhooks,
 )
+from imap_mcp.server.tools.output_schemas import compact_output_schemas
 
 NAME = "imap-mcp"
 INSTRUCTIONS = (
@@ -81,4 +82,5 @@ def build_server(
         from imap_mcp.spec_fixtures import register as register_spec_fixtures
 
         register_spec_fixtures(mcp)
+    compact_output_schemas(mcp)
     return mcp

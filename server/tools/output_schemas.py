@@ -1,0 +1,68 @@
+"""Output schemas a client checks quickly: the same constraints in fewer JSON Schema nodes.
+
+Clients validate every structured result against the tool's output schema (the Python SDK's
+`ClientSession` does so on each call). A JSON Schema validator's time grows with the schema nodes
+it walks per value, and pydantic writes an optional field as `anyOf` of two one-type branches
+and a nested model as a `$ref` to `$defs`: for a search page of 20 summaries that is most of the
+client's time. `compact` rewrites both into what they mean in one node (`"type": [...]`, the
+definition in place), which any validator reads the same way; recursive definitions stay `$ref`s.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcp.server.mcpserver import MCPServer
+
+_REF_PREFIX = "#/$defs/"
+
+
+def compact(schema: dict[str, Any]) -> dict[str, Any]:
+    """`schema` with its `$defs` inlined (but recursive ones) and `anyOf` of bare types as one type list."""
+    definitions: dict[str, Any] = schema.get("$defs", {})
+    kept: set[str] = set()
+
+    def rewrite(node: Any, expanding: tuple[str, ...]) -> Any:
+        if isinstance(node, list):
+            return [rewrite(item, expanding) for item in node]
+        if not isinstance(node, dict):
+            return node
+        node = {key: value for key, value in node.items() if key != "$defs"}
+        reference = node.get("$ref")
+        if isinstance(reference, str) and reference.startswith(_REF_PREFIX) and len(node) == 1:
+            name = reference.removeprefix(_REF_PREFIX)
+            if name not in definitions:
+                return node
+            if name in expanding:
+                kept.add(name)
+                return node
+            return rewrite(definitions[name], (*expanding, name))
+        return _one_type_list({key: rewrite(value, expanding) for key, value in node.items()})
+
+    result: dict[str, Any] = rewrite(schema, ())
+    recursive: dict[str, Any] = {}
+    while pending := sorted(kept - recursive.keys()):
+        recursive |= {name: rewrite(definitions[name], (name,)) for name in pending}
+    if recursive:
+        result["$defs"] = recursive
+    return result
+
+
+def _one_type_list(node: dict[str, Any]) -> dict[str, Any]:
+    """`anyOf: [{"type": a}, {"type": b}]` → `"type": [a, b]`, when every branch is a bare type."""
+    branches = node.get("anyOf")
+    if not isinstance(branches, list) or "type" in node:
+        return node
+    if not all(isinstance(b, dict) and set(b) == {"type"} and isinstance(b["type"], str) for b in branches):
+        return node
+    rest = {key: value for key, value in node.items() if key != "anyOf"}
+    return {**rest, "type": [branch["type"] for branch in branches]}
+
+
+def compact_output_schemas(mcp: MCPServer) -> None:
+    """Publish every registered tool's output schema compacted (the SDK reads the field on each listing;
+    results are still validated against the tool's pydantic model on the server)."""
+    for tool in mcp._tool_manager.list_tools():
+        metadata = tool.fn_metadata
+        if metadata.output_schema is not None:
+            metadata.output_schema = compact(metadata.output_schema)

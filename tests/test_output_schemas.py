@@ -1,0 +1,116 @@
+"""Compacted output schemas accept exactly what the originals accept, and are what the server publishes."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anyio
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from jsonschema.validators import validator_for
+from pydantic import BaseModel, Field, TypeAdapter
+
+from imap_mcp.server.app import build_server
+from imap_mcp.server.config import load_settings
+from imap_mcp.server.reading.search import SearchPage
+from imap_mcp.server.tools.output_schemas import compact
+
+
+class Thread(BaseModel):
+    """Recursive: its definition must stay a `$ref`."""
+
+    subject: str | None
+    replies: list[Thread] = Field(default_factory=list)
+
+
+class Shelf(BaseModel):
+    page: SearchPage | None
+    threads: list[Thread]
+    count: int | None = None
+
+
+SCHEMAS = {model.__name__: TypeAdapter(model).json_schema() for model in (SearchPage, Thread, Shelf)}
+#: the property names of the schemas above, so generated objects reach their properties
+KEYS = sorted(
+    {"mailbox", "total", "offset", "messages", "id", "uid", "date", "from", "to", "subject", "flags", "unread"}
+    | {"flagged", "size", "has_attachments", "unreadable", "replies", "page", "threads", "count"}
+)
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-2, 2) | st.sampled_from(["", "x", "\\Seen"]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(KEYS), inner, max_size=14),
+    max_leaves=40,
+)
+
+
+def bare_type_choices(node: object) -> Any:
+    """Every `anyOf` in `node` whose branches are all bare types (what `compact` turns into a type list)."""
+    if isinstance(node, list):
+        for item in node:
+            yield from bare_type_choices(item)
+    elif isinstance(node, dict):
+        branches = node.get("anyOf")
+        if isinstance(branches, list) and all(isinstance(b, dict) and set(b) == {"type"} for b in branches):
+            yield node
+        for value in node.values():
+            yield from bare_type_choices(value)
+
+
+def valid(schema: dict[str, Any], value: object) -> bool:
+    return validator_for(schema)(schema).is_valid(value)
+
+
+def test_optional_fields_become_type_lists_and_definitions_are_inlined() -> None:
+    compacted = compact(SCHEMAS["SearchPage"])
+    text = json.dumps(compacted)
+    assert "$defs" not in compacted and "$ref" not in text and '"anyOf"' not in text
+    summary = compacted["properties"]["messages"]["items"]
+    assert summary["properties"]["date"]["type"] == ["string", "null"]
+
+
+def test_a_recursive_definition_stays_a_reference() -> None:
+    compacted = compact(SCHEMAS["Shelf"])
+    assert set(compacted["$defs"]) == {"Thread"}
+    thread = compacted["properties"]["threads"]["items"]  # inlined once, then a reference to itself
+    assert thread["properties"]["replies"]["items"] == {"$ref": "#/$defs/Thread"}
+    assert compacted["$defs"]["Thread"]["properties"]["replies"]["items"] == {"$ref": "#/$defs/Thread"}
+    nested = {"page": None, "threads": [{"subject": "a", "replies": [{"subject": None, "replies": []}]}]}
+    assert valid(compacted, nested) and not valid(compacted, {"page": None, "threads": [{"replies": []}]})
+
+
+@settings(max_examples=400, deadline=None)
+@given(name=st.sampled_from(sorted(SCHEMAS)), value=JSON)
+def test_a_compacted_schema_accepts_what_the_original_accepts(name: str, value: object) -> None:
+    schema = SCHEMAS[name]
+    assert valid(compact(schema), value) == valid(schema, value)
+
+
+def test_valid_pages_stay_valid() -> None:
+    message = {
+        "id": "imap.SU5CT1g.1.2",
+        "uid": 2,
+        "mailbox": "INBOX",
+        "date": None,
+        "from": "a@b",
+        "to": [],
+        "subject": "",
+        "flags": ["\\Seen"],
+        "unread": False,
+        "flagged": False,
+        "size": 3,
+        "has_attachments": False,
+    }
+    page = {"mailbox": "INBOX", "total": 1, "offset": 0, "messages": [message]}
+    compacted = compact(SCHEMAS["SearchPage"])
+    assert valid(compacted, page) and valid(compacted, {**page, "messages": [{**message, "unreadable": "why"}]})
+    assert not valid(compacted, {**page, "messages": [{**message, "date": 5}]})
+
+
+def test_the_server_publishes_compacted_output_schemas() -> None:
+    settings = load_settings({"IMAP_HOST": "127.0.0.1", "IMAP_USERNAME": "u", "IMAP_PASSWORD": "p"})
+    tools = anyio.run(build_server(settings).list_tools)
+    published = {tool.name: tool.output_schema for tool in tools if tool.output_schema}
+    assert "search_messages" in published
+    for name, schema in published.items():
+        assert not list(bare_type_choices(schema)), name
+    assert "$defs" not in published["search_messages"]
