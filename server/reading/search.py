@@ -213,6 +213,9 @@ class LiveSearch:
 
     client: IMAPClient
     query: SearchQuery
+    examined: Examined
+    #: where dates of messages summarised lately are known without asking
+    summaries: SummaryCache | None = None
 
     @property
     def key(self) -> tuple[tuple[bytes, ...], str | None]:
@@ -221,6 +224,10 @@ class LiveSearch:
     @property
     def flag_dependent(self) -> bool:
         return any(key in _FLAG_KEYS for key in self.query.program())
+
+    @property
+    def matches_everything(self) -> bool:
+        return self.query.program() == [b"ALL"]
 
     def everything(self) -> list[int]:
         return newest_first(self.client, self.query)
@@ -246,9 +253,13 @@ class LiveSearch:
         return vanished_and_changed(self.client, modseq, uid_set)
 
     def not_older(self, newer: int, older: int) -> bool:
-        """Whether message `newer` was received no earlier than message `older` (INTERNALDATE)."""
-        dates = fetch(self.client, [newer, older], ["INTERNALDATE"])
-        return _timestamp(dates.get(newer, {})) >= _timestamp(dates.get(older, {}))
+        """Whether message `newer` was received no earlier than message `older` (INTERNALDATE).
+
+        Both are described as a page would describe them (`older` was usually on the last page shown, so
+        its date is in `summaries`), and `newer` is then kept there for the page about to be shown.
+        """
+        fixed = describe(self.client, self.examined, [newer, older], self.summaries).fixed
+        return (fixed[newer].seconds if newer in fixed else 0.0) >= (fixed[older].seconds if older in fixed else 0.0)
 
 
 def search_page(
@@ -263,7 +274,7 @@ def search_page(
     if cache is None:
         ordered: Sequence[int] = newest_first(client, query)
     else:
-        ordered = cache.ordered(examined, LiveSearch(client, query))
+        ordered = cache.ordered(examined, LiveSearch(client, query, examined, summaries))
     return SearchPage(
         mailbox=examined.mailbox,
         total=len(ordered),

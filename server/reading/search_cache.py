@@ -52,6 +52,10 @@ class Search(Protocol):
     @property
     def flag_dependent(self) -> bool: ...
 
+    @property
+    def matches_everything(self) -> bool:
+        """Whether every message matches (then the arrivals are the matches among them)."""
+
     def everything(self) -> Sequence[int]:
         """Every match, newest first."""
 
@@ -130,7 +134,12 @@ class OrderCache:
             return None
         ordered = entry.ordered
         arrived_range = f"{old.uidnext}:{state.uidnext - 1}" if state.uidnext > old.uidnext else None
-        arrived = search.existing_among(arrived_range) if arrived_range else set()
+        new: Sequence[int] = ()
+        if arrived_range and search.matches_everything:
+            new = search.newest_first_among(arrived_range)
+            arrived = set(new)
+        else:
+            arrived = search.existing_among(arrived_range) if arrived_range else set()
         some_left = bool(ordered) and state.messages - len(arrived) != old.messages
         since = search.vanished_and_changed(old.highestmodseq, f"1:{old.uidnext - 1}") if some_left else None
         if since is not None:
@@ -146,7 +155,7 @@ class OrderCache:
                     return None
                 ordered = array("I", (uid for uid in ordered if uid not in changed or uid in now))
         if arrived:
-            new = search.newest_first_among(compress(arrived))
+            new = new or search.newest_first_among(compress(arrived))
             if new and ordered and not search.not_older(new[-1], ordered[0]):
                 return None
             ordered = array("I", new) + ordered
