@@ -147,8 +147,9 @@ def _newest_first_by_date(client: IMAPClient, query: SearchQuery, within: str | 
 
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
-#: how many more dates `summarised_page` fetches at a time while a run of equal dates goes on past its window
-_RUN_CHUNK = 100
+#: how many more dates `summarised_page` reads first, and at most at a time, while a run of equal dates goes on
+#: past its window: most runs are short, and a date costs the server a file lookup on some stores (Maildir)
+_FIRST_RUN_CHUNK, _MAX_RUN_CHUNK = 8, 128
 
 
 def _timestamp(data: FetchData) -> float:
@@ -182,14 +183,24 @@ def summarised_page(
     def date_at(index: int) -> float:
         return dates.get(ordered[index], 0.0)
 
+    def read_dates(more: Sequence[int]) -> int:
+        known = {
+            uid: fixed.seconds for uid, fixed in (cache.known(examined, more) if cache is not None else {}).items()
+        }
+        unknown = [uid for uid in more if uid not in known]
+        dates.update(known)
+        if unknown:
+            dates.update((uid, _timestamp(data)) for uid, data in fetch(client, unknown, ["INTERNALDATE"]).items())
+        return len(more)
+
+    chunk = _FIRST_RUN_CHUNK
     while low > 0 and date_at(low) == date_at(offset):
-        more = ordered[max(low - _RUN_CHUNK, 0) : low]
-        dates.update((uid, _timestamp(data)) for uid, data in fetch(client, more, ["INTERNALDATE"]).items())
-        low -= len(more)
+        low -= read_dates(ordered[max(low - chunk, 0) : low])
+        chunk = min(chunk * 2, _MAX_RUN_CHUNK)
+    chunk = _FIRST_RUN_CHUNK
     while high < len(ordered) and date_at(high - 1) == date_at(stop - 1):
-        more = ordered[high : high + _RUN_CHUNK]
-        dates.update((uid, _timestamp(data)) for uid, data in fetch(client, more, ["INTERNALDATE"]).items())
-        high += len(more)
+        high += read_dates(ordered[high : high + chunk])
+        chunk = min(chunk * 2, _MAX_RUN_CHUNK)
     window = sorted(ordered[low:high], key=lambda uid: (-dates.get(uid, 0.0), -uid))
     return described.summaries(client, window[offset - low : stop - low], cache)
 

@@ -74,13 +74,13 @@ async def test_order_totals_and_filters_match_the_sort_path(limited_account: Acc
         assert (await search(client, subject="no such words"))["total"] == 0
 
 
-def account_with_ties(server: Dovecot) -> Account:
-    """Three messages received in the same second, then one received a day earlier but appended last."""
+def account_with_ties(server: Dovecot, ties: int = 3) -> Account:
+    """`ties` messages received in the same second, then one received a day earlier but appended last."""
     account = new_account(server)
     client = account.imap()
     tie = dt.datetime(2026, 10, 20, 8, tzinfo=dt.UTC)
     try:
-        for n in range(3):
+        for n in range(ties):
             client.append("INBOX", f"Subject: tie {n}\r\nFrom: tie@example.com\r\n\r\nx\r\n".encode(), msg_time=tie)
         client.append(
             "INBOX", b"Subject: older\r\nFrom: tie@example.com\r\n\r\nx\r\n", msg_time=tie - dt.timedelta(days=1)
@@ -98,6 +98,17 @@ async def test_equal_dates_page_alike_with_and_without_sort(dovecot: Dovecot, li
             pages = [await search(client, offset=offset, limit=2) for offset in (0, 2)]
         orders.append([m["subject"] for p in pages for m in p["messages"]])
     assert orders[0] == orders[1] == ["tie 2", "tie 1", "tie 0", "older"]
+
+
+async def test_a_long_run_of_equal_dates_pages_without_gaps(dovecot: Dovecot, limited_dovecot: Dovecot) -> None:
+    """A run of 30 equal dates, read a few dates at a time from both ends of each page, pages alike."""
+    expected = [f"tie {n}" for n in reversed(range(30))] + ["older"]
+    for server in (dovecot, limited_dovecot):
+        async with served(account_with_ties(server, ties=30).settings()) as client:
+            pages = [await search(client, offset=offset, limit=7) for offset in range(0, 31, 7)]
+            again = [await search(client, offset=offset, limit=7) for offset in range(0, 31, 7)]
+        assert [m["subject"] for p in pages for m in p["messages"]] == expected
+        assert again == pages  # the second time the dates come from the summary cache
 
 
 async def test_search_values_with_imap_syntax_are_strings_here_too(limited_account: Account) -> None:
