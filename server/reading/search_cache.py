@@ -20,7 +20,9 @@ INTERNALDATE never change. That STATUS is the one the pool sends before every re
 
 With QRESYNC, one `UID FETCH 1:<old UIDNEXT - 1> (UID) (CHANGEDSINCE <old HIGHESTMODSEQ> VANISHED)`
 answers both questions with only what changed, instead of a search whose answer is as long as the
-remembered result (100,000 UIDs for an unfiltered search of a 100,000-message INBOX).
+remembered result (100,000 UIDs for an unfiltered search of a 100,000-message INBOX). Where flags do
+not matter and at most 1,000 matches are remembered, it names those instead of the whole range: the
+server then checks them, not every message.
 
 Each step asks the server about the current state of exactly the UIDs it could affect, so the
 result is the one a fresh search gives (a property test drives random interleavings against one).
@@ -30,6 +32,7 @@ bytes per UID; `memory_bytes` reports them).
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from array import array
 from collections import OrderedDict
@@ -141,9 +144,11 @@ class OrderCache:
         else:
             arrived = search.existing_among(arrived_range) if arrived_range else set()
         some_left = bool(ordered) and state.messages - len(arrived) != old.messages
-        since = search.vanished_and_changed(old.highestmodseq, f"1:{old.uidnext - 1}") if some_left else None
+        since = (
+            search.vanished_and_changed(old.highestmodseq, _asked_about(ordered, old, search)) if some_left else None
+        )
         if since is not None:
-            ordered = array("I", filterfalse(since[0].__contains__, ordered))
+            ordered = _without(ordered, since[0])
         elif some_left:
             kept = search.existing_among(compress(ordered))
             ordered = array("I", filter(kept.__contains__, ordered))
@@ -153,7 +158,7 @@ class OrderCache:
                 now = search.matching_among(compress(changed))
                 if now - set(ordered):  # a message started matching: its place needs a full sort
                     return None
-                ordered = array("I", (uid for uid in ordered if uid not in changed or uid in now))
+                ordered = _without(ordered, changed - now)
         if arrived:
             new = new or search.newest_first_among(compress(arrived))
             if new and ordered and not search.not_older(new[-1], ordered[0]):
@@ -162,3 +167,34 @@ class OrderCache:
         with self._lock:
             self.updates += 1
         return ordered
+
+
+#: up to how many remembered matches the QRESYNC question names one by one instead of as one range
+_NAMED = 1000
+
+
+def _asked_about(ordered: array[int], old: MailboxState, search: Search) -> str:
+    """The UIDs to ask which left (and changed): the remembered matches when they are few and flags do not
+    matter (the server then checks those, not every message), else every UID the old state could hold."""
+    if len(ordered) <= _NAMED and not search.flag_dependent:
+        return compress(ordered)
+    return f"1:{old.uidnext - 1}"
+
+
+#: up to how many UIDs `_without` looks up one by one instead of passing over every remembered one
+_FEW = 16
+
+
+def _without(ordered: array[int], gone: set[int]) -> array[int]:
+    """A copy of `ordered` without the UIDs in `gone`.
+
+    A few are found by position (a scan in C per UID): one expunge from a 100,000-UID order costs about
+    a millisecond that way, and seven as one pass in Python over all of them.
+    """
+    if len(gone) > _FEW:
+        return array("I", filterfalse(gone.__contains__, ordered))
+    kept = array("I", ordered)
+    for uid in gone:
+        with contextlib.suppress(ValueError):  # not remembered here (e.g. it did not match)
+            del kept[kept.index(uid)]
+    return kept

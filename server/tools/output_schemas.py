@@ -17,6 +17,10 @@ from mcp.server.mcpserver import MCPServer
 _REF_PREFIX = "#/$defs/"
 
 
+class _Unusual(Exception):
+    """A `$ref` that `compact` does not rewrite."""
+
+
 def compact(schema: dict[str, Any]) -> dict[str, Any]:
     """`schema` with its `$defs` inlined (but recursive ones) and `anyOf` of bare types as one type list."""
     definitions: dict[str, Any] = schema.get("$defs", {})
@@ -28,24 +32,41 @@ def compact(schema: dict[str, Any]) -> dict[str, Any]:
         if not isinstance(node, dict):
             return node
         node = {key: value for key, value in node.items() if key != "$defs"}
-        reference = node.get("$ref")
-        if isinstance(reference, str) and reference.startswith(_REF_PREFIX) and len(node) == 1:
-            name = reference.removeprefix(_REF_PREFIX)
-            if name not in definitions:
-                return node
-            if name in expanding:
-                kept.add(name)
-                return node
-            return rewrite(definitions[name], (*expanding, name))
-        return _one_type_list({key: rewrite(value, expanding) for key, value in node.items()})
+        reference = node.pop("$ref", None)
+        siblings = {key: rewrite(value, expanding) for key, value in node.items()}
+        if not isinstance(reference, str):
+            return _one_type_list(siblings)
+        name = reference.removeprefix(_REF_PREFIX)
+        if not reference.startswith(_REF_PREFIX) or name not in definitions:
+            raise _Unusual(reference)
+        if name in expanding:
+            kept.add(name)
+            return {"$ref": reference, **siblings}
+        return _with_siblings(rewrite(definitions[name], (*expanding, name)), siblings)
 
-    result: dict[str, Any] = rewrite(schema, ())
+    try:
+        result: dict[str, Any] = rewrite(schema, ())
+    except _Unusual:  # a reference outside `$defs`: published as pydantic wrote it
+        return schema
     recursive: dict[str, Any] = {}
     while pending := sorted(kept - recursive.keys()):
         recursive |= {name: rewrite(definitions[name], (name,)) for name in pending}
     if recursive:
         result["$defs"] = recursive
     return result
+
+
+#: keywords that only annotate: next to a `$ref` they can join the definition without changing what is valid
+_ANNOTATIONS = frozenset({"title", "description", "default", "examples", "deprecated", "readOnly", "writeOnly"})
+
+
+def _with_siblings(definition: Any, siblings: dict[str, Any]) -> Any:
+    """What `{"$ref": ..., **siblings}` means, with the definition in place of the reference."""
+    if not siblings:
+        return definition
+    if isinstance(definition, dict) and siblings.keys() <= _ANNOTATIONS:
+        return {**definition, **siblings}
+    return {**siblings, "allOf": [definition]}
 
 
 def _one_type_list(node: dict[str, Any]) -> dict[str, Any]:

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import datetime as dt
 import random
+from array import array
 from email.message import EmailMessage
 
 import pytest
 from harness import Account, append_message, served, structured
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from imapclient import IMAPClient
 
 from imap_mcp.server.imap.mailbox_state import enable_qresync, vanished_and_changed
 from imap_mcp.server.imap.pool import examine
 from imap_mcp.server.reading.search import SearchQuery, search_page
-from imap_mcp.server.reading.search_cache import OrderCache
+from imap_mcp.server.reading.search_cache import OrderCache, _without
 
 pytestmark = pytest.mark.anyio
 
@@ -150,3 +153,12 @@ def test_random_interleavings_of_changes_and_searches_match_a_fresh_search(
         client.logout()
     assert cache.updates > 0 and cache.hits > 0 and cache.memory_bytes() > 0
     assert (asked_server is not None) == qresync  # the path named in the test id is the one that ran
+
+
+@settings(max_examples=300, deadline=None)
+@given(uids=st.lists(st.integers(1, 300), unique=True, max_size=120), gone=st.sets(st.integers(1, 320), max_size=40))
+def test_removing_uids_keeps_the_rest_in_order(uids: list[int], gone: set[int]) -> None:
+    """Both ways `_without` works (a few UIDs looked up, many passed over) give the same order."""
+    ordered = array("I", uids)
+    assert list(_without(ordered, gone)) == [uid for uid in uids if uid not in gone]
+    assert list(ordered) == uids  # a remembered order is never changed in place: readers may hold it
