@@ -9,7 +9,8 @@ INTERNALDATE never change. That STATUS is the one the pool sends before every re
 - nothing moved: the remembered order is the answer (`hits`);
 - messages arrived (UIDNEXT grew): only the UIDs from the old UIDNEXT up to the new one are
   searched and sorted, and put in front, when the oldest of them was received no earlier than the
-  newest remembered match (else everything is sorted again: mail appended with an old date);
+  newest remembered match (else everything is sorted again: mail appended with an old date). Which
+  of those UIDs exist is asked only when MESSAGES did not grow by as many as UIDNEXT;
 - messages left (fewer messages than the old ones and the arrivals add up to): with QRESYNC the
   server names them (`VANISHED`, below); otherwise the remembered matches still there are asked for
   in one `UID SEARCH UID <set>`. The others are dropped;
@@ -141,6 +142,10 @@ class OrderCache:
         if arrived_range and search.matches_everything:
             new = search.newest_first_among(arrived_range)
             arrived = set(new)
+        elif state.messages == old.messages + state.uidnext - old.uidnext:
+            # MESSAGES grew by as many as UIDNEXT: each new UID is a message there, and none left (an
+            # arrival takes one new UID, so fewer arrivals or any departure would leave the count lower)
+            arrived = set(range(old.uidnext, state.uidnext))
         else:
             arrived = search.existing_among(arrived_range) if arrived_range else set()
         some_left = bool(ordered) and state.messages - len(arrived) != old.messages
