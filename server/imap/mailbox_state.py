@@ -12,18 +12,24 @@ it describes the mailbox as the session saw it before.
 Where the server offers QRESYNC, each connection enables it right after logging in (ENABLE is only
 allowed before a mailbox is selected); then one `UID FETCH … (CHANGEDSINCE m VANISHED)` says which
 messages left the mailbox and which changed flags since the state with HIGHESTMODSEQ m. Enabled,
-it makes the server report expunges as VANISHED instead of EXPUNGE, which nothing here reads.
+it also makes the server report expunges to the session as VANISHED with their UIDs, and those are
+kept (`Journal`): a session that has had the mailbox selected since HIGHESTMODSEQ w, and whose
+last NOOP ended at the HIGHESTMODSEQ the STATUS then reported, has been told of every message that
+left since w. Asking the server (a scan of every message's modseq: about 9 ms on 100,000 messages
+in Dovecot) is then not needed. A server that does not say where its NOOP ended (the response code
+`[HIGHESTMODSEQ n]` on the NOOP's OK is not required of it) is always asked.
 """
 
 from __future__ import annotations
 
+import re
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from imapclient import IMAPClient
 
 from imap_mcp.server.imap.fetch_parser import parse_fetch_response
-from imap_mcp.server.imap.uid_sets import expand
+from imap_mcp.server.imap.uid_sets import expand, size
 
 STATE_ITEMS = (b"UIDVALIDITY", b"UIDNEXT", b"MESSAGES", b"HIGHESTMODSEQ")
 #: what a NOOP reports about the selected mailbox; nobody reads it (the STATUS says what counts), so it is
@@ -31,6 +37,10 @@ STATE_ITEMS = (b"UIDVALIDITY", b"UIDNEXT", b"MESSAGES", b"HIGHESTMODSEQ")
 _SYNC_RESPONSES = ("EXISTS", "RECENT", "EXPUNGE", "FETCH", "VANISHED")
 #: connections on which QRESYNC is enabled
 _QRESYNC: weakref.WeakSet[IMAPClient] = weakref.WeakSet()
+#: where a NOOP's tagged OK says which HIGHESTMODSEQ the session's view reached
+_SYNCED_AT = re.compile(rb"\[HIGHESTMODSEQ (\d+)\]")
+#: most UIDs a journal keeps (and a VANISHED answer may name); beyond, the server is asked instead
+MAX_TOLD = 100_000
 
 
 @dataclass(frozen=True)
@@ -39,6 +49,51 @@ class MailboxState:
     uidnext: int
     messages: int
     highestmodseq: int
+
+
+@dataclass
+class Journal:
+    """What a session was told left its examined mailbox (VANISHED), kept while the mailbox stays selected.
+
+    Each NOOP's news is one batch, with the HIGHESTMODSEQ the NOOP's view reached (None when the server
+    did not say): a batch names messages that left after the previous NOOP's view and no later than its
+    own. From `since` on (the state right after the EXAMINE), every message that left is in a batch.
+    """
+
+    since: int | None
+    batches: list[tuple[int | None, set[int]]] = field(default_factory=list)
+    #: the HIGHESTMODSEQ at which the last NOOP left the session's view, when the STATUS after it agreed
+    synced_at: int | None = None
+
+    def vanished_since(self, modseq: int, state: MailboxState) -> set[int] | None:
+        """The UIDs that left after `modseq` up to `state` (maybe with some that left earlier), or None when
+        this journal cannot vouch for that."""
+        if self.since is None or modseq < self.since or self.synced_at != state.highestmodseq:
+            return None
+        return set().union(*(uids for reached, uids in self.batches if reached is None or reached > modseq))
+
+    def note(self, told: set[int] | None, reached: int | None = None) -> None:
+        """Keep one batch; past MAX_TOLD UIDs in all, start again (vouching from the next NOOP on)."""
+        if told is None or sum(len(uids) for _, uids in self.batches) + len(told) > MAX_TOLD:
+            self.since, self.batches = None, []
+        elif told:
+            self.batches.append((reached, told))
+
+    def synced(self, reached: int | None, state: MailboxState | None) -> None:
+        """After a NOOP whose view reached `reached`, and the STATUS after it."""
+        self.synced_at = reached if state is not None and reached == state.highestmodseq else None
+        if self.since is None:
+            self.since = self.synced_at
+
+
+def told_vanished(client: IMAPClient) -> set[int] | None:
+    """The UIDs the server's VANISHED responses since they were last read name (taking them); None when
+    they name more than MAX_TOLD."""
+    lines = client._imap.untagged_responses.pop("VANISHED", [])
+    sets = [bytes(line).split()[-1].decode("ascii") for line in lines]
+    if sum(size(uid_set) for uid_set in sets) > MAX_TOLD:
+        return None
+    return {uid for uid_set in sets for uid in expand(uid_set)}
 
 
 def _state(values: dict[bytes, int]) -> MailboxState | None:
@@ -63,18 +118,33 @@ def _status(client: IMAPClient, mailbox: str, items: tuple[bytes, ...]) -> dict[
     return {bytes(name).upper(): int(value) for name, value in client.folder_status(mailbox, list(items)).items()}
 
 
-def noop_then_status(client: IMAPClient, mailbox: str) -> tuple[int | None, MailboxState | None]:
-    """A NOOP on the session, then `mailbox`'s UIDVALIDITY and (with CONDSTORE) its state.
+def noop_then_status(
+    client: IMAPClient, mailbox: str, journal: Journal | None = None
+) -> tuple[int | None, MailboxState | None]:
+    """A NOOP on the session, then `mailbox`'s UIDVALIDITY and (with CONDSTORE) its state; what the
+    session was told left the mailbox goes into `journal`.
 
     Two round trips, one after the other: written together, Dovecot may answer the STATUS before the NOOP
     has brought the view up to date (it runs pipelined commands side by side), and then reports the
     mailbox as it was (tests/reading/test_search_cache.py caught it).
     """
-    client.noop()
+    answer, _ = client.noop()
+    told = told_vanished(client)
     for name in _SYNC_RESPONSES:
         client._imap.untagged_responses.pop(name, None)
     values = _status(client, mailbox, _items(client))
-    return values.get(b"UIDVALIDITY"), _state(values)
+    state = _state(values)
+    if journal is not None:
+        synced = _SYNCED_AT.search(answer) if isinstance(answer, bytes) else None
+        reached = int(synced[1]) if synced else None
+        journal.note(told, reached)
+        journal.synced(reached, state)
+    return values.get(b"UIDVALIDITY"), state
+
+
+def journal_for(client: IMAPClient, state: MailboxState | None) -> Journal | None:
+    """A journal for the mailbox just examined in `state`, where the session is told what leaves it."""
+    return Journal(since=state.highestmodseq) if client in _QRESYNC and state is not None else None
 
 
 def enable_qresync(client: IMAPClient) -> None:
@@ -83,21 +153,26 @@ def enable_qresync(client: IMAPClient) -> None:
         _QRESYNC.add(client)
 
 
-def vanished_and_changed(client: IMAPClient, modseq: int, uid_set: str) -> tuple[set[int], set[int]] | None:
+def vanished_and_changed(
+    client: IMAPClient, modseq: int, uid_set: str, journal: Journal | None = None
+) -> tuple[set[int], set[int]] | None:
     """The UIDs of `uid_set` in the selected mailbox that left it since `modseq`, and those whose flags
     changed since; None when QRESYNC is not enabled on `client` (then ask by search instead).
 
     The vanished set may name UIDs that never existed or left earlier (RFC 7162 allows it); it never
-    names a message the mailbox holds.
+    names a message the mailbox holds. None also when it names more than MAX_TOLD. What the session
+    is told along the way goes into `journal`.
     """
     if client not in _QRESYNC:
         return None
-    imap = client._imap
-    imap.untagged_responses.pop("VANISHED", None)
-    typ, data = imap.uid("FETCH", uid_set, "(UID)", f"(CHANGEDSINCE {modseq} VANISHED)")
+    earlier = told_vanished(client)  # told before this command: left even earlier, or kept for a journal
+    typ, data = client._imap.uid("FETCH", uid_set, "(UID)", f"(CHANGEDSINCE {modseq} VANISHED)")
     client._checkok("uid fetch", typ, data)
-    vanished = {
-        uid for line in imap.untagged_responses.pop("VANISHED", []) for uid in expand(line.split()[-1].decode("ascii"))
-    }
+    vanished = told_vanished(client)
+    if journal is not None:
+        journal.note(earlier)
+        journal.note(vanished)
+    if vanished is None:
+        return None  # more than anyone keeps: the caller asks by search instead
     changed = {values[b"UID"] for values in parse_fetch_response([d for d in data if d]).values() if b"UID" in values}
     return vanished, changed

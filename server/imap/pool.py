@@ -30,7 +30,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 import anyio
@@ -44,7 +44,7 @@ from imap_mcp.server.imap.connection import abandon, close, connect
 from imap_mcp.server.imap.deadline import Deadline, watch
 from imap_mcp.server.imap.failures import LIBRARY_ERRORS, explain, server_text
 from imap_mcp.server.imap.fetch import in_step
-from imap_mcp.server.imap.mailbox_state import MailboxState, mailbox_state, noop_then_status
+from imap_mcp.server.imap.mailbox_state import Journal, MailboxState, journal_for, mailbox_state, noop_then_status
 from imap_mcp.server.imap.uidvalidity import settle
 
 T = TypeVar("T")
@@ -75,6 +75,8 @@ class Examined:
     mailbox: str
     uidvalidity: int
     state: MailboxState | None = None
+    #: what the session has been told left the mailbox since it was examined (QRESYNC), kept with it
+    journal: Journal | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -103,19 +105,23 @@ def examine(client: IMAPClient, mailbox: str) -> Examined:
             "and pass it exactly as listed."
         ) from None
     uidvalidity = int(response[b"UIDVALIDITY"])
-    return Examined(mailbox, uidvalidity, state if state is not None and state.uidvalidity == uidvalidity else None)
+    if state is None or state.uidvalidity != uidvalidity:
+        return Examined(mailbox, uidvalidity)
+    return Examined(mailbox, uidvalidity, state, journal_for(client, state))
 
 
 def _still_examined(client: IMAPClient, known: Examined) -> Examined | None:
     """`known` with the mailbox's state now, after bringing the session's view up to date; None when the
     mailbox is gone or was renumbered (a new UIDVALIDITY)."""
     try:
-        uidvalidity, state = noop_then_status(client, known.mailbox)
+        uidvalidity, state = noop_then_status(client, known.mailbox, known.journal)
     except imaplib.IMAP4.abort:
         raise  # the connection dropped: the pool retries on a fresh one
     except IMAPClientError:
         return None
-    return Examined(known.mailbox, known.uidvalidity, state) if uidvalidity == known.uidvalidity else None
+    if uidvalidity != known.uidvalidity:
+        return None
+    return Examined(known.mailbox, known.uidvalidity, state, known.journal if state is not None else None)
 
 
 @dataclass(frozen=True)

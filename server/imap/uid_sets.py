@@ -39,3 +39,12 @@ def expand(sequence_set: str) -> list[int]:
         step = 1 if high >= low else -1
         uids.extend(range(low, high + step, step))
     return uids
+
+
+def size(sequence_set: str) -> int:
+    """How many UIDs `sequence_set` names, counted without listing them (a server may name billions)."""
+    total = 0
+    for part in sequence_set.split(","):
+        first, _, last = part.partition(":")
+        total += abs(int(last or first) - int(first)) + 1
+    return total

@@ -260,8 +260,12 @@ class LiveSearch:
             return set(expand(found)) if found else set()
         return set(parse_message_list(raw_untagged(self.client, b"SEARCH", keys)))
 
+    def vanished_since(self, modseq: int) -> set[int] | None:
+        journal, state = self.examined.journal, self.examined.state
+        return journal.vanished_since(modseq, state) if journal is not None and state is not None else None
+
     def vanished_and_changed(self, modseq: int, uid_set: str) -> tuple[set[int], set[int]] | None:
-        return vanished_and_changed(self.client, modseq, uid_set)
+        return vanished_and_changed(self.client, modseq, uid_set, self.examined.journal)
 
     def not_older(self, newer: int, older: int) -> bool:
         """Whether message `newer` was received no earlier than message `older` (INTERNALDATE).

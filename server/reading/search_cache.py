@@ -11,9 +11,11 @@ INTERNALDATE never change. That STATUS is the one the pool sends before every re
   searched and sorted, and put in front, when the oldest of them was received no earlier than the
   newest remembered match (else everything is sorted again: mail appended with an old date). Which
   of those UIDs exist is asked only when MESSAGES did not grow by as many as UIDNEXT;
-- messages left (fewer messages than the old ones and the arrivals add up to): with QRESYNC the
-  server names them (`VANISHED`, below); otherwise the remembered matches still there are asked for
-  in one `UID SEARCH UID <set>`. The others are dropped;
+- messages left (fewer messages than the old ones and the arrivals add up to): on a connection that
+  has kept the mailbox examined, what the session was told left it (QRESYNC `VANISHED`, kept in a
+  `mailbox_state.Journal`) when it can vouch for having heard all since the remembered state; else
+  with QRESYNC the server names them (`VANISHED`, below); otherwise the remembered matches still
+  there are asked for in one `UID SEARCH UID <set>`. The others are dropped;
 - flags changed (HIGHESTMODSEQ grew): a search about content alone is unaffected; one that looks at
   flags (unread_only, flagged_only) re-checks only the UIDs changed since (`SEARCH MODSEQ`, or the
   QRESYNC command below when it ran anyway): those that stopped matching are dropped; one that started
@@ -75,6 +77,10 @@ class Search(Protocol):
     def changed_since(self, modseq: int, uid_set: str) -> set[int]:
         """The UIDs of `uid_set` whose flags changed after `modseq`."""
 
+    def vanished_since(self, modseq: int) -> set[int] | None:
+        """The UIDs that left after `modseq` (maybe with some that left earlier) as the session was told
+        them, without asking; None when it cannot vouch for having been told of all."""
+
     def vanished_and_changed(self, modseq: int, uid_set: str) -> tuple[set[int], set[int]] | None:
         """The UIDs of `uid_set` that left the mailbox after `modseq` and those whose flags changed after it;
         None when the server cannot say in one command (no QRESYNC)."""
@@ -99,6 +105,7 @@ class OrderCache:
         self.hits = 0  #: results reused unchanged (for tests and benchmarks)
         self.updates = 0  #: results brought up to date without sorting everything again
         self.full = 0  #: results sorted from scratch
+        self.told = 0  #: departures learnt from what the session had been told, without asking the server
 
     def ordered(self, examined: Examined, search: Search) -> Sequence[int]:
         """`search`'s matches in the examined mailbox, newest first: remembered, brought up to date, or (when
@@ -149,11 +156,16 @@ class OrderCache:
         else:
             arrived = search.existing_among(arrived_range) if arrived_range else set()
         some_left = bool(ordered) and state.messages - len(arrived) != old.messages
-        since = (
-            search.vanished_and_changed(old.highestmodseq, _asked_about(ordered, old, search)) if some_left else None
-        )
-        if since is not None:
-            ordered = _without(ordered, since[0])
+        gone = search.vanished_since(old.highestmodseq) if some_left else None
+        if gone is not None:
+            with self._lock:
+                self.told += 1
+        since = None
+        if some_left and gone is None:
+            since = search.vanished_and_changed(old.highestmodseq, _asked_about(ordered, old, search))
+            gone = since[0] if since is not None else None
+        if gone is not None:
+            ordered = _without(ordered, gone)
         elif some_left:
             kept = search.existing_among(compress(ordered))
             ordered = array("I", filter(kept.__contains__, ordered))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import random
 from array import array
 from email.message import EmailMessage
@@ -14,7 +15,7 @@ from hypothesis import strategies as st
 from imapclient import IMAPClient
 
 from imap_mcp.server.imap.mailbox_state import enable_qresync, vanished_and_changed
-from imap_mcp.server.imap.pool import examine
+from imap_mcp.server.imap.pool import ImapPool, InMailbox, examine
 from imap_mcp.server.reading.search import SearchQuery, search_page
 from imap_mcp.server.reading.search_cache import OrderCache, _without
 
@@ -153,6 +154,39 @@ def test_random_interleavings_of_changes_and_searches_match_a_fresh_search(
         client.logout()
     assert cache.updates > 0 and cache.hits > 0 and cache.memory_bytes() > 0
     assert (asked_server is not None) == qresync  # the path named in the test id is the one that ran
+
+
+@pytest.mark.servers("dovecot", "cyrus", reason="the order is kept up to date only where CONDSTORE reports changes")
+@pytest.mark.parametrize("seed", range(4))
+def test_random_interleavings_on_a_kept_examined_mailbox_match_a_fresh_search(account: Account, seed: int) -> None:
+    """As the pool runs searches: the mailbox stays examined between them, so what left may be known from
+    what the session was told (QRESYNC VANISHED, where the server says which HIGHESTMODSEQ each NOOP
+    reached: Dovecot). Every page must match a fresh search on another connection."""
+    rng = random.Random(seed)
+    cache = OrderCache()
+    pool = ImapPool(account.imap_settings(), max_size=1)
+    fresh, other = account.imap(), account.imap()
+    other.select_folder("INBOX")
+    clock = [dt.datetime(2026, 11, 1, tzinfo=dt.UTC)]
+    try:
+        for step in range(30):
+            for query in INTERLEAVED_QUERIES:
+                search = functools.partial(search_page, query=SearchQuery(limit=100, **query), cache=cache)  # type: ignore[arg-type]
+                kept = pool.run_sync(InMailbox("INBOX", search))
+                assert (kept.total, [m.uid for m in kept.messages]) == page(fresh, None, limit=100, **query), (
+                    seed,
+                    step,
+                    query,
+                )
+            for _ in range(rng.choice([0, 1, 1, 2])):
+                _random_step(rng, other, clock)
+    finally:
+        pool.close_all()
+        other.logout()
+        fresh.logout()
+    assert cache.updates > 0 and cache.hits > 0
+    if account.server_name == "dovecot":
+        assert cache.told > 0  # the journal path ran
 
 
 @settings(max_examples=300, deadline=None)
