@@ -3,10 +3,13 @@ heard in full and the STATUS agreed with where the last one ended."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+from typing import Any
+
 import pytest
 
 from imap_mcp.server.imap import mailbox_state
-from imap_mcp.server.imap.mailbox_state import Journal, MailboxState
+from imap_mcp.server.imap.mailbox_state import Journal, MailboxState, told_vanished
 from imap_mcp.server.imap.uid_sets import size
 
 
@@ -60,3 +63,12 @@ def test_too_much_news_starts_the_journal_again_from_the_next_noop(monkeypatch: 
 def test_a_uid_set_is_counted_without_listing_it() -> None:
     assert size("1:4294967295") == 4294967295
     assert size("7,9:11,20:18") == 1 + 3 + 3
+
+
+def test_vanished_responses_naming_billions_of_uids_are_not_listed() -> None:
+    """A hostile or broken server's VANISHED is counted before it is listed (no IMAP server sends this)."""
+    responses: dict[str, list[bytes]] = {"VANISHED": [b"(EARLIER) 1:4294967295"]}
+    client: Any = SimpleNamespace(_imap=SimpleNamespace(untagged_responses=responses))
+    assert told_vanished(client) is None and "VANISHED" not in responses
+    responses["VANISHED"] = [b"5", b"(EARLIER) 7:9"]
+    assert told_vanished(client) == {5, 7, 8, 9}
