@@ -35,7 +35,6 @@ bytes per UID; `memory_bytes` reports them).
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from array import array
 from collections import OrderedDict
@@ -205,13 +204,23 @@ _FEW = 16
 def _without(ordered: array[int], gone: set[int]) -> array[int]:
     """A copy of `ordered` without the UIDs in `gone`.
 
-    A few are found by position (a scan in C per UID): one expunge from a 100,000-UID order costs about
-    a millisecond that way, and seven as one pass in Python over all of them.
+    A few are found by a byte search of the array's memory (`array.index` compares Python objects:
+    3 ms to reach the end of 100,000 UIDs, a byte search 0.05 ms); many by one pass in Python.
     """
     if len(gone) > _FEW:
         return array("I", filterfalse(gone.__contains__, ordered))
-    kept = array("I", ordered)
+    kept = ordered[:]
     for uid in gone:
-        with contextlib.suppress(ValueError):  # not remembered here (e.g. it did not match)
-            del kept[kept.index(uid)]
+        if (position := _position(kept, uid)) is not None:
+            del kept[position]
     return kept
+
+
+def _position(ordered: array[int], uid: int) -> int | None:
+    """Where `uid` is in `ordered`, or None (it is not remembered: it did not match)."""
+    memory, needle, start = ordered.tobytes(), array(ordered.typecode, [uid]).tobytes(), 0
+    while (found := memory.find(needle, start)) != -1:
+        if found % ordered.itemsize == 0:
+            return found // ordered.itemsize
+        start = found + 1  # the bytes straddle two UIDs: look further
+    return None
