@@ -1,4 +1,4 @@
-"""What each call pays besides the IMAP work it asked for: before and after the cuts of issue #16, item 7.
+"""What each call pays besides the IMAP work it asked for: before and after the cuts of issue #16.
 
     .venv/bin/python bench/per_call.py [--count 2000] [--runs 21]
 
@@ -17,6 +17,13 @@ work, the old way and the way it is done now:
   summaries of the page: two round trips; now the summaries of the page and its neighbours at once.
 - **reading 20 summaries** (ENVELOPE, BODYSTRUCTURE, …): imapclient's FETCH parser before,
   `imap.fetch_parser` now (same results, checked here).
+- **a page shown again** (`reading/summaries.py`): before, the summaries of the page and its
+  neighbours fetched and read every time; now what never changes comes from the summary cache and
+  only the page's flags are fetched (`UID FETCH <page> (FLAGS)`).
+- **the client's check of a result** (every SDK client validates structured content against the
+  tool's output schema): a 20-summary page against the schema as pydantic writes it (`anyOf` for
+  optional fields, `$ref`s) and as published now (`tools/output_schemas.compact`), with `jsonschema`
+  validators built once, as the SDK's client caches them.
 - **an approval's seals** (not repeated work to cut, measured to show why it stays): the project's own
   seal of the claim (target fingerprint, question, pinned UIDs) inside the SDK's requestState envelope;
   each binds what the other cannot (see `protocol/approval.py`). Sealing and opening both, small and
@@ -39,7 +46,9 @@ from typing import Any
 
 from imapclient import IMAPClient
 from imapclient.response_parser import parse_fetch_response as imapclient_parse
+from jsonschema.validators import validator_for
 from mcp.server.request_state import RequestStateSecurity
+from pydantic import TypeAdapter
 
 from imap_mcp.protocol.approval import APPROVAL_TTL
 from imap_mcp.sealing import Claim, KeyRing, Sealer
@@ -49,8 +58,11 @@ from imap_mcp.server.demo.dovecot import Dovecot
 from imap_mcp.server.imap import fetch as imap_fetch
 from imap_mcp.server.imap.fetch_parser import parse_fetch_response
 from imap_mcp.server.imap.mailbox_state import STATE_ITEMS, noop_then_status
+from imap_mcp.server.imap.pool import examine
 from imap_mcp.server.imap.uid_sets import compress
-from imap_mcp.server.reading.summaries import SUMMARY_ITEMS
+from imap_mcp.server.reading.search import SearchPage
+from imap_mcp.server.reading.summaries import SUMMARY_ITEMS, MessageSummary, SummaryCache, describe
+from imap_mcp.server.tools.output_schemas import compact
 
 sys.path.insert(0, str(Path(__file__).parent))
 from populate import generate, write_maildir
@@ -139,6 +151,31 @@ def seals(pinned: str) -> tuple[Step, Step, int, int]:
     return envelope_only, both, len(codec.seal(plain)), len(codec.seal(ours.seal(claim, "alice").encode()))
 
 
+def summary_pages(client: IMAPClient, window: list[int]) -> tuple[Step, Step]:
+    examined, cache = examine(client, "INBOX"), SummaryCache()
+    page = window[1:-1]
+
+    def uncached() -> list[MessageSummary]:
+        return describe(client, examined, window, None).summaries(client, page, None)
+
+    def cached() -> list[MessageSummary]:
+        return describe(client, examined, window, cache).summaries(client, page, cache)
+
+    assert [s.model_dump() for s in uncached()] == [s.model_dump() for s in cached()]
+    return uncached, cached
+
+
+def schema_checks(client: IMAPClient, window: list[int]) -> tuple[Step, Step]:
+    examined = examine(client, "INBOX")
+    summaries = describe(client, examined, window, None).summaries(client, window[1:-1], None)
+    result = SearchPage(mailbox="INBOX", total=len(window), offset=0, messages=summaries)
+    data = result.model_dump(mode="json", by_alias=True)
+    schema = TypeAdapter(SearchPage).json_schema()
+    pydantic_written, published = (validator_for(s)(s) for s in (schema, compact(schema)))
+    assert not list(pydantic_written.iter_errors(data)) and not list(published.iter_errors(data))
+    return (lambda: list(pydantic_written.iter_errors(data))), (lambda: list(published.iter_errors(data)))
+
+
 def row(label: str, before: list[float], after: list[float], unit: str = "us") -> str:
     ratios = [b / a for b, a in zip(before, after, strict=True)]
     return (
@@ -173,6 +210,14 @@ def main() -> None:
             row(
                 "reading 20 summaries: imapclient's parser -> fetch_parser",
                 *rounds(*parsers(client, window[1:-1]), args.runs),
+            ),
+            row(
+                "a page shown again: 22 summaries fetched and read -> 20 flags fetched (summary cache)",
+                *rounds(*summary_pages(client, window), args.runs),
+            ),
+            row(
+                "client's check of a 20-summary page: schema as pydantic writes it -> compacted",
+                *rounds(*schema_checks(client, window), args.runs),
             ),
         ]
         client.logout()
