@@ -29,7 +29,7 @@ SUMMARY_ITEMS = ("FLAGS", "INTERNALDATE", "RFC822.SIZE", "ENVELOPE", "BODYSTRUCT
 #: what is fetched again for a message whose summary could not be read: short whatever the message
 BASIC_ITEMS = ("FLAGS", "INTERNALDATE", "RFC822.SIZE")
 NOT_PARSED = "its headers or MIME structure could not be parsed"
-#: fixed parts kept per account: about 1 KB each, so a few MB at most
+#: fixed parts kept per account: about 830 bytes each with ordinary headers (3.4 MB in all)
 MAX_CACHED_SUMMARIES = 4096
 
 
