@@ -3,13 +3,23 @@ heard in full and the STATUS agreed with where the last one ended."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from harness import Account
+from imapclient import IMAPClient
 
 from imap_mcp.server.imap import mailbox_state
-from imap_mcp.server.imap.mailbox_state import Journal, MailboxState, told_vanished
+from imap_mcp.server.imap.mailbox_state import (
+    Journal,
+    MailboxState,
+    enable_qresync,
+    noop_then_status,
+    told_vanished,
+)
+from imap_mcp.server.imap.pool import examine
 from imap_mcp.server.imap.uid_sets import size
 
 
@@ -72,3 +82,54 @@ def test_vanished_responses_naming_billions_of_uids_are_not_listed() -> None:
     assert told_vanished(client) is None and "VANISHED" not in responses
     responses["VANISHED"] = [b"5", b"(EARLIER) 7:9"]
     assert told_vanished(client) == {5, 7, 8, 9}
+
+
+def expunge_newest(account: Account) -> int:
+    """Expunge the newest message as another mail client would; its UID."""
+    other = account.imap()
+    try:
+        other.select_folder("INBOX")
+        uid = max(other.search(["ALL"]))
+        other.add_flags([uid], [b"\\Deleted"])
+        other.uid_expunge([uid])
+        return uid
+    finally:
+        other.logout()
+
+
+@pytest.fixture
+def qresync_client(account: Account) -> Iterator[IMAPClient]:
+    client = account.imap()
+    enable_qresync(client)
+    yield client
+    client.logout()
+
+
+def test_a_kept_examined_session_names_what_left(account: Account, qresync_client: IMAPClient) -> None:
+    """Dovecot's NOOP says which HIGHESTMODSEQ it reached, so its journal vouches."""
+    examined = examine(qresync_client, "INBOX")
+    assert examined.journal is not None and examined.state is not None
+    _, before = noop_then_status(qresync_client, "INBOX", examined.journal)
+    assert before is not None
+    gone = expunge_newest(account)
+    _, after = noop_then_status(qresync_client, "INBOX", examined.journal)
+    assert after is not None and examined.journal.vanished_since(before.highestmodseq, after) == {gone}
+
+
+def test_a_session_that_selected_the_mailbox_again_does_not_vouch(account: Account, qresync_client: IMAPClient) -> None:
+    """A SELECT starts a new view: what left before it is never told to the session."""
+    examined = examine(qresync_client, "INBOX")
+    assert examined.journal is not None
+    _, before = noop_then_status(qresync_client, "INBOX", examined.journal)
+    assert before is not None
+    expunge_newest(account)
+    qresync_client.select_folder("INBOX", readonly=True)  # e.g. an operation that opened it itself
+    _, after = noop_then_status(qresync_client, "INBOX", examined.journal)
+    assert after is not None and examined.journal.vanished_since(before.highestmodseq, after) is None
+    # it vouches again from the next NOOP that says where it ended (Dovecot says so when something changed)
+    expunge_newest(account)
+    _, later = noop_then_status(qresync_client, "INBOX", examined.journal)
+    assert later is not None and examined.journal.vanished_since(after.highestmodseq, later) is None
+    gone = expunge_newest(account)
+    _, latest = noop_then_status(qresync_client, "INBOX", examined.journal)
+    assert latest is not None and examined.journal.vanished_since(later.highestmodseq, latest) == {gone}
