@@ -143,6 +143,17 @@ def test_every_tool_schema_compacts_to_a_valid_schema_whose_references_resolve()
         assert references(compacted) <= defined, name
 
 
+def test_a_schema_with_a_reference_outside_its_definitions_is_left_as_written() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"a": {"anyOf": [{"type": "string"}, {"type": "null"}]}, "b": {"$ref": "#/properties/a"}},
+    }
+    assert compact(schema) == schema
+    assert compact({"$defs": {}, "properties": {"c": {"$ref": "#/$defs/Missing"}}})["properties"] == {
+        "c": {"$ref": "#/$defs/Missing"}
+    }
+
+
 def test_the_server_publishes_compacted_output_schemas() -> None:
     settings = load_settings({"IMAP_HOST": "127.0.0.1", "IMAP_USERNAME": "u", "IMAP_PASSWORD": "p"})
     tools = anyio.run(build_server(settings).list_tools)

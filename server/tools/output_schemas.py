@@ -10,6 +10,7 @@ definition in place), which any validator reads the same way; recursive definiti
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
@@ -17,13 +18,14 @@ from mcp.server.mcpserver import MCPServer
 _REF_PREFIX = "#/$defs/"
 
 
-class _Unusual(Exception):
-    """A `$ref` that `compact` does not rewrite."""
-
-
 def compact(schema: dict[str, Any]) -> dict[str, Any]:
     """`schema` with its `$defs` inlined (but recursive ones) and `anyOf` of bare types as one type list."""
     definitions: dict[str, Any] = schema.get("$defs", {})
+    if any(
+        not reference.startswith(_REF_PREFIX) or reference.removeprefix(_REF_PREFIX) not in definitions
+        for reference in _references(schema)
+    ):
+        return schema  # a reference outside `$defs`: published as pydantic wrote it
     kept: set[str] = set()
 
     def rewrite(node: Any, expanding: tuple[str, ...]) -> Any:
@@ -37,23 +39,31 @@ def compact(schema: dict[str, Any]) -> dict[str, Any]:
         if not isinstance(reference, str):
             return _one_type_list(siblings)
         name = reference.removeprefix(_REF_PREFIX)
-        if not reference.startswith(_REF_PREFIX) or name not in definitions:
-            raise _Unusual(reference)
         if name in expanding:
             kept.add(name)
             return {"$ref": reference, **siblings}
         return _with_siblings(rewrite(definitions[name], (*expanding, name)), siblings)
 
-    try:
-        result: dict[str, Any] = rewrite(schema, ())
-    except _Unusual:  # a reference outside `$defs`: published as pydantic wrote it
-        return schema
+    result: dict[str, Any] = rewrite(schema, ())
     recursive: dict[str, Any] = {}
     while pending := sorted(kept - recursive.keys()):
         recursive |= {name: rewrite(definitions[name], (name,)) for name in pending}
     if recursive:
         result["$defs"] = recursive
     return result
+
+
+def _references(node: Any) -> Iterator[str]:
+    """Every `$ref` in `node` (a `$ref` that is not a string counts as an unknown one)."""
+    if isinstance(node, list):
+        for item in node:
+            yield from _references(item)
+    elif isinstance(node, dict):
+        if "$ref" in node:
+            reference = node["$ref"]
+            yield reference if isinstance(reference, str) else ""
+        for value in node.values():
+            yield from _references(value)
 
 
 #: keywords that only annotate: next to a `$ref` they can join the definition without changing what is valid
