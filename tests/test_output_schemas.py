@@ -97,7 +97,7 @@ def test_a_recursive_definition_stays_a_reference() -> None:
     assert valid(compacted, nested) and not valid(compacted, {"page": None, "threads": [{"replies": []}]})
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=600, deadline=None)
 @given(name=st.sampled_from(sorted(SCHEMAS)), value=JSON)
 def test_a_compacted_schema_accepts_what_the_original_accepts(name: str, value: object) -> None:
     schema = SCHEMAS[name]
