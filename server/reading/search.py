@@ -31,7 +31,7 @@ from imap_mcp.server.imap.mailbox_state import vanished_and_changed
 from imap_mcp.server.imap.pool import Examined
 from imap_mcp.server.imap.uid_sets import expand
 from imap_mcp.server.reading.search_cache import OrderCache
-from imap_mcp.server.reading.summaries import MessageSummary, SummaryCache, describe
+from imap_mcp.server.reading.summaries import MessageSummary, SummaryCache, describe, seconds
 
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 
@@ -146,15 +146,13 @@ def _newest_first_by_date(client: IMAPClient, query: SearchQuery, within: str | 
     return sorted(uids, key=lambda uid: (-_timestamp(dates.get(uid, {})), -uid))
 
 
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 #: how many more dates `summarised_page` reads first, and at most at a time, while a run of equal dates goes on
 #: past its window: most runs are short, and a date costs the server a file lookup on some stores (Maildir)
 _FIRST_RUN_CHUNK, _MAX_RUN_CHUNK = 8, 128
 
 
 def _timestamp(data: FetchData) -> float:
-    received = data.get(b"INTERNALDATE")
-    return (received if isinstance(received, dt.datetime) else _EPOCH).timestamp()
+    return seconds(data.get(b"INTERNALDATE"))
 
 
 def summarised_page(
@@ -184,12 +182,9 @@ def summarised_page(
         return dates.get(ordered[index], 0.0)
 
     def read_dates(more: Sequence[int]) -> int:
-        known = {
-            uid: fixed.seconds for uid, fixed in (cache.known(examined, more) if cache is not None else {}).items()
-        }
-        unknown = [uid for uid in more if uid not in known]
-        dates.update(known)
-        if unknown:
+        known = cache.known(examined, more) if cache is not None else {}
+        dates.update((uid, fixed.seconds) for uid, fixed in known.items())
+        if unknown := [uid for uid in more if uid not in known]:
             dates.update((uid, _timestamp(data)) for uid, data in fetch(client, unknown, ["INTERNALDATE"]).items())
         return len(more)
 
@@ -274,7 +269,8 @@ class LiveSearch:
         its date is in `summaries`), and `newer` is then kept there for the page about to be shown.
         """
         fixed = describe(self.client, self.examined, [newer, older], self.summaries).fixed
-        return (fixed[newer].seconds if newer in fixed else 0.0) >= (fixed[older].seconds if older in fixed else 0.0)
+        dates = {uid: part.seconds for uid, part in fixed.items()}
+        return dates.get(newer, 0.0) >= dates.get(older, 0.0)
 
 
 def search_page(

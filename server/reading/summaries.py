@@ -73,8 +73,12 @@ class Fixed:
 
     @property
     def seconds(self) -> float:
-        """INTERNALDATE as a timestamp (the epoch when the server gave none), for ordering."""
-        return self.received.timestamp() if self.received else 0.0
+        return seconds(self.received)
+
+
+def seconds(received: object) -> float:
+    """INTERNALDATE as a timestamp for ordering (the epoch when the server gave none)."""
+    return received.timestamp() if isinstance(received, dt.datetime) else 0.0
 
 
 def addresses(found: Sequence[Any] | None) -> list[str]:
