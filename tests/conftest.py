@@ -51,6 +51,24 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Under `--dist loadgroup`, fail a grouped test whose group xdist could not name in its node id.
+
+    The group keeps one slow set-up (the installed wheel, a gateway) on one worker; without it
+    both workers build it and wait for each other, silently (pytest 9.2 ignores xdist 3.8's name).
+    """
+    marker = item.get_closest_marker("xdist_group")
+    if marker is None or not getattr(item.config.option, "loadgroup", False):
+        return
+    if not item.nodeid.endswith(f"@{marker.args[0]}"):
+        pytest.fail(
+            f"marked xdist_group({marker.args[0]!r}), but xdist could not group it: install the pytest and "
+            "pytest-xdist versions pyproject.toml allows (pip install -e '.[test]')",
+            pytrace=False,
+        )
+
+
 def _servers_for(metafunc: pytest.Metafunc) -> tuple[str, ...]:
     """The servers a test runs on: the matrix in a matrix module, unless a marker narrows it."""
     if metafunc.definition.get_closest_marker("dovecot_only"):
