@@ -29,7 +29,7 @@ from pydantic import BaseModel, Field
 from imap_mcp.server.imap.fetch import FetchData, esearch_all, fetch, raw_untagged
 from imap_mcp.server.imap.mailbox_state import vanished_and_changed
 from imap_mcp.server.imap.pool import Examined
-from imap_mcp.server.imap.uid_sets import expand
+from imap_mcp.server.imap.uid_sets import expand, size
 from imap_mcp.server.reading.search_cache import OrderCache
 from imap_mcp.server.reading.summaries import MessageSummary, SummaryCache, describe, seconds
 
@@ -209,6 +209,9 @@ def newest_first(client: IMAPClient, query: SearchQuery, within: str | None = No
     return _newest_first_by_date(client, query, within)
 
 
+#: up to how many new UIDs an unfiltered search orders by their summaries instead of a SORT of their range
+_FEW_ARRIVALS = 20
+
 #: search keys whose result depends on flags, which change; every other key is about content that never does
 _FLAG_KEYS = (b"UNSEEN", b"FLAGGED")
 
@@ -239,6 +242,11 @@ class LiveSearch:
         return newest_first(self.client, self.query)
 
     def newest_first_among(self, uid_set: str) -> list[int]:
+        """`newest_first` of `uid_set`. For an unfiltered search of a few UIDs (new mail), one fetch of their
+        summaries, which the page shows next, says which exist and their dates: it replaces a SORT."""
+        if self.matches_everything and self.summaries is not None and size(uid_set) <= _FEW_ARRIVALS:
+            fixed = describe(self.client, self.examined, expand(uid_set), self.summaries).fixed
+            return sorted(fixed, key=lambda uid: (-fixed[uid].seconds, -uid))
         return newest_first(self.client, self.query, uid_set)
 
     def matching_among(self, uid_set: str) -> set[int]:

@@ -8,7 +8,8 @@ INTERNALDATE never change. That STATUS is the one the pool sends before every re
 
 - nothing moved: the remembered order is the answer (`hits`);
 - messages arrived (UIDNEXT grew): only the UIDs from the old UIDNEXT up to the new one are
-  searched and sorted, and put in front, when the oldest of them was received no earlier than the
+  searched and sorted (a few arrivals to an unfiltered search: by the dates their summaries give,
+  which the page shows next), and put in front, when the oldest of them was received no earlier than the
   newest remembered match (else everything is sorted again: mail appended with an old date). Which
   of those UIDs exist is asked only when MESSAGES did not grow by as many as UIDNEXT;
 - messages left (fewer messages than the old ones and the arrivals add up to): on a connection that

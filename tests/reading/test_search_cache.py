@@ -18,6 +18,7 @@ from imap_mcp.server.imap.mailbox_state import enable_qresync, vanished_and_chan
 from imap_mcp.server.imap.pool import ImapPool, InMailbox, examine
 from imap_mcp.server.reading.search import SearchQuery, search_page
 from imap_mcp.server.reading.search_cache import OrderCache, _without
+from imap_mcp.server.reading.summaries import SummaryCache
 
 pytestmark = pytest.mark.anyio
 
@@ -31,8 +32,10 @@ def new_mail(subject: str, sender: str = "zoe@example.com") -> bytes:
     return msg.as_bytes()
 
 
-def page(client: IMAPClient, cache: OrderCache | None, **query: object) -> tuple[int, list[int]]:
-    result = search_page(client, examine(client, "INBOX"), SearchQuery(**query), cache)  # type: ignore[arg-type]
+def page(
+    client: IMAPClient, cache: OrderCache | None, summaries: SummaryCache | None = None, **query: object
+) -> tuple[int, list[int]]:
+    result = search_page(client, examine(client, "INBOX"), SearchQuery(**query), cache, summaries)  # type: ignore[arg-type]
     return result.total, [m.uid for m in result.messages]
 
 
@@ -139,7 +142,7 @@ def test_random_interleavings_of_changes_and_searches_match_a_fresh_search(
     """With QRESYNC enabled (as every pooled connection has it where offered) the messages that left are
     named by VANISHED; without, they are found by a search. Both must match a fresh search at every step."""
     rng = random.Random(seed)
-    cache = OrderCache()
+    cache, summaries = OrderCache(), SummaryCache()
     client = account.imap()
     if qresync:
         enable_qresync(client)
@@ -149,7 +152,7 @@ def test_random_interleavings_of_changes_and_searches_match_a_fresh_search(
     try:
         for step in range(STEPS[account.server_name]):
             for query in INTERLEAVED_QUERIES:
-                cached = page(client, cache, limit=100, **query)
+                cached = page(client, cache, summaries, limit=100, **query)
                 assert cached == page(client, None, limit=100, **query), (seed, step, query)  # type: ignore[arg-type]
             for _ in range(rng.choice([0, 1, 1, 2])):
                 _random_step(rng, other, clock)
@@ -168,7 +171,7 @@ def test_random_interleavings_on_a_kept_examined_mailbox_match_a_fresh_search(ac
     what the session was told (QRESYNC VANISHED, where the server says which HIGHESTMODSEQ each NOOP
     reached: Dovecot). Every page must match a fresh search on another connection."""
     rng = random.Random(seed)
-    cache = OrderCache()
+    cache, summaries = OrderCache(), SummaryCache()
     pool = ImapPool(account.imap_settings(), max_size=1)
     fresh, other = account.imap(), account.imap()
     other.select_folder("INBOX")
@@ -176,7 +179,9 @@ def test_random_interleavings_on_a_kept_examined_mailbox_match_a_fresh_search(ac
     try:
         for step in range(STEPS[account.server_name]):
             for query in INTERLEAVED_QUERIES:
-                search = functools.partial(search_page, query=SearchQuery(limit=100, **query), cache=cache)  # type: ignore[arg-type]
+                search = functools.partial(
+                    search_page, query=SearchQuery(limit=100, **query), cache=cache, summaries=summaries
+                )  # type: ignore[arg-type]
                 kept = pool.run_sync(InMailbox("INBOX", search))
                 assert (kept.total, [m.uid for m in kept.messages]) == page(fresh, None, limit=100, **query), (
                     seed,

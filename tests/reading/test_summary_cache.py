@@ -12,6 +12,7 @@ from imapclient import IMAPClient
 from imap_mcp.server.imap.pool import Examined, examine
 from imap_mcp.server.imap.uid_sets import expand
 from imap_mcp.server.reading.search import SearchQuery, search_page
+from imap_mcp.server.reading.search_cache import OrderCache
 from imap_mcp.server.reading.summaries import Fixed, SummaryCache
 
 
@@ -91,6 +92,55 @@ def test_a_page_overlapping_a_shown_one_fetches_the_summaries_of_the_rest_only(
     shown_before = {message["uid"] for message in wider[:5]}  # the first page and its neighbour
     assert {message["uid"] for message in wider[5:]} <= described and not described & shown_before
     assert len(described) == 4  # the rest of the page and its new neighbour
+
+
+def arrival(subject: str, received: dt.datetime) -> bytes:
+    return (
+        f"From: zoe@example.com\r\nTo: demo@example.org\r\nSubject: {subject}\r\nMIME-Version: 1.0\r\n\r\nhello\r\n"
+    ).encode()
+
+
+@pytest.mark.servers("dovecot", "cyrus", reason="an order is kept only where CONDSTORE says what changed")
+def test_a_few_arrivals_are_ordered_by_the_summaries_the_page_shows_instead_of_a_sort(
+    account: Account, client: IMAPClient, sent: list[bytes]
+) -> None:
+    order, cache = OrderCache(), SummaryCache()
+    first = search_page(client, examine(client, "INBOX"), SearchQuery(limit=5), order, cache)
+    newest = dt.datetime.fromisoformat(first.messages[0].date or "")
+    other = account.imap()
+    try:
+        # one later than everything, one at the same second as the newest, one long ago (a full sort follows)
+        other.append("INBOX", arrival("later", newest), msg_time=newest + dt.timedelta(hours=1))
+        other.append("INBOX", arrival("tie", newest), msg_time=newest)
+    finally:
+        other.logout()
+    sent.clear()
+    again = search_page(client, examine(client, "INBOX"), SearchQuery(limit=5), order, cache)
+    asked = list(sent)
+    fresh = search_page(client, examine(client, "INBOX"), SearchQuery(limit=5))
+    assert [m.model_dump() for m in again.messages] == [m.model_dump() for m in fresh.messages]
+    assert (again.total, again.messages[0].subject, again.messages[1].subject) == (first.total + 2, "later", "tie")
+    assert (order.full, order.updates) == (1, 1)  # the first page's sort, then brought up to date
+    assert not any(b" SORT " in line or b" SEARCH " in line for line in asked), asked
+    assert [b"ENVELOPE" in items for items in fetched_items(asked)] == [True, False]  # the arrivals', then FLAGS
+
+
+@pytest.mark.servers("dovecot", "cyrus", reason="an order is kept only where CONDSTORE says what changed")
+def test_many_arrivals_are_sorted_by_the_server(account: Account, client: IMAPClient, sent: list[bytes]) -> None:
+    order, cache = OrderCache(), SummaryCache()
+    first = search_page(client, examine(client, "INBOX"), SearchQuery(limit=5), order, cache)
+    newest = dt.datetime.fromisoformat(first.messages[0].date or "")
+    other = account.imap()
+    try:
+        for n in range(21):
+            other.append("INBOX", arrival(f"new {n}", newest), msg_time=newest + dt.timedelta(minutes=n))
+    finally:
+        other.logout()
+    sent.clear()
+    again = search_page(client, examine(client, "INBOX"), SearchQuery(limit=5), order, cache)
+    assert [m.subject for m in again.messages] == [f"new {n}" for n in range(20, 15, -1)]
+    assert any(b" SORT " in line for line in sent) or not client.has_capability("SORT")
+    assert (order.full, order.updates) == (1, 1)
 
 
 def fixed(uid: int) -> Fixed:
