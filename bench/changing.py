@@ -16,29 +16,35 @@ made again, unmeasured, before every call) of:
 - raw floor: the same connection's `NOOP` + `STATUS MESSAGES` + `FETCH n-19:n` (sequence numbers;
   newest 20 by arrival, total = MESSAGES), which no search can beat;
 - the SDK's trivial call: `get_message` with an id that does not decode, on the same imap-mcp client:
-  a whole tool call (arguments, tool, error result) that touches no IMAP.
+  a whole tool call (arguments, tool, error result) that touches no IMAP;
+- the SDK carrying the page: `sdk_carrier.py` over stdio, the SDK alone returning the page 1 imap-mcp
+  returned (unfiltered, before the rounds) under the same output schema: what any SDK server pays to
+  return 20 summaries (serialising them twice, the client validating them), no IMAP, no imap-mcp code.
 
-Also get_message (the newest multipart message) against raw's two fetches, and one move of about
-`--move` messages by query (`before` the date that many messages in, copied back first so the run can
-be repeated): time, messages moved and the size of the result. Prints markdown tables; the cache's
-memory is `OrderCache.memory_bytes`, four bytes per remembered UID (reported for `--count`).
+Also get_message (the newest multipart message) against raw's two fetches and the SDK carrying the
+same result, and one move of about `--move` messages by query (`before` the date that many messages
+in, copied back first so the run can be repeated): time, messages moved and the size of the result.
+Prints markdown tables; the cache's memory is `OrderCache.memory_bytes`, four bytes per remembered
+UID (reported for `--count`).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import json
 import os
 import statistics
 import sys
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
-from mcp import Client
+from mcp import Client, StdioServerParameters
 
 from imap_mcp.server.demo.dovecot import Dovecot
 
@@ -50,6 +56,8 @@ KINDS = {"page 1": {}, "FROM page 1": {"from": SENDER}}
 CRITERIA = {"page 1": ["ALL"], "FROM page 1": ["FROM", SENDER]}
 CASES = ("(a) unchanged", "(b) a flag flipped", "(c) one new message", "(d) one message expunged")
 MINE, RAW, FLOOR, SDK = "imap-mcp", "raw SORT + FETCH", "raw floor (NOOP + STATUS + FETCH n-19:n)", "SDK trivial call"
+SDK_PAGE = "SDK carrying the page"
+SDK_MESSAGE = "SDK carrying the message"
 VALIDATION = "of which the SDK client's output-schema validation"
 
 
@@ -124,7 +132,9 @@ def time_validation(client: Client) -> list[float]:
     return validations
 
 
-async def search_rounds(client: Client, raw: Raw, other: OtherClient, runs: int) -> dict[tuple[str, str], Any]:
+async def search_rounds(
+    client: Client, sdk: Client, raw: Raw, other: OtherClient, runs: int
+) -> dict[tuple[str, str], Any]:
     validations = time_validation(client)
 
     async def mine_call(kind: str) -> float:
@@ -145,7 +155,13 @@ async def search_rounds(client: Client, raw: Raw, other: OtherClient, runs: int)
         assert result.is_error, result.content
         return (time.perf_counter() - start) * 1000
 
-    sides = {RAW: raw_call, MINE: mine_call, FLOOR: floor_call, SDK: sdk_call}
+    async def sdk_page_call(kind: str) -> float:
+        start = time.perf_counter()
+        result = await sdk.call_tool("search_messages", {})
+        assert not result.is_error, result.content
+        return (time.perf_counter() - start) * 1000
+
+    sides = {RAW: raw_call, MINE: mine_call, FLOOR: floor_call, SDK: sdk_call, SDK_PAGE: sdk_page_call}
     measured: dict[tuple[str, str], Any] = {}
     for kind in KINDS:
         for case in CASES:
@@ -155,7 +171,7 @@ async def search_rounds(client: Client, raw: Raw, other: OtherClient, runs: int)
     return measured
 
 
-async def read_rounds(client: Client, raw: Raw, runs: int) -> dict[str, list[float]]:
+async def read_rounds(client: Client, sdk: Client, raw: Raw, runs: int) -> dict[str, list[float]]:
     async def mine_call(_: str) -> float:
         start = time.perf_counter()
         result = await client.call_tool("get_message", {"mailbox": "INBOX", "uid": raw.read_uid})
@@ -165,7 +181,13 @@ async def read_rounds(client: Client, raw: Raw, runs: int) -> dict[str, list[flo
     async def raw_call(_: str) -> float:
         return timed(raw.read)
 
-    return await rounds("get_message", {"raw": raw_call, MINE: mine_call}, runs)
+    async def sdk_message_call(_: str) -> float:
+        start = time.perf_counter()
+        result = await sdk.call_tool("get_message", {})
+        assert not result.is_error, result.content
+        return (time.perf_counter() - start) * 1000
+
+    return await rounds("get_message", {"raw": raw_call, MINE: mine_call, SDK_MESSAGE: sdk_message_call}, runs)
 
 
 async def bulk_move(client: Client, raw: Raw, count: int) -> dict[str, Any]:
@@ -187,6 +209,26 @@ async def bulk_move(client: Client, raw: Raw, count: int) -> dict[str, Any]:
     }
 
 
+@contextlib.asynccontextmanager
+async def carrier(client: Client, read_uid: int) -> AsyncIterator[Client]:
+    """An SDK client of `sdk_carrier.py` serving the results `client`'s imap-mcp gives now: page 1 of the
+    unfiltered search and get_message of `read_uid`, under the same output schemas."""
+    calls = {"search_messages": {}, "get_message": {"mailbox": "INBOX", "uid": read_uid}}
+    results = {name: await client.call_tool(name, arguments) for name, arguments in calls.items()}
+    assert not any(result.is_error for result in results.values()), results
+    assert len(results["search_messages"].structured_content["messages"]) == 20
+    schemas = {tool.name: tool.output_schema for tool in (await client.list_tools()).tools if tool.name in calls}
+    with tempfile.TemporaryDirectory() as directory:
+        held = Path(directory) / "results.json"
+        held.write_text(json.dumps({name: result.structured_content for name, result in results.items()}))
+        script = str(Path(__file__).with_name("sdk_carrier.py"))
+        params = StdioServerParameters(command=sys.executable, args=[script, str(held)])
+        async with Client(params, mode="2026-07-28") as sdk:
+            carried = {tool.name: tool.output_schema for tool in (await sdk.list_tools()).tools}
+            assert carried == schemas, "not imap-mcp's output schemas"
+            yield sdk
+
+
 async def approve(context: object, params: object) -> object:
     from mcp.types import ElicitResult
 
@@ -198,8 +240,9 @@ async def measure(dovecot: Dovecot, raw: Raw, runs: int, move: int) -> dict[str,
     try:
         async with Client(server_params(dovecot), mode="2026-07-28", elicitation_callback=approve) as client:
             await client.list_tools()
-            searched = await search_rounds(client, raw, other, runs)
-            read = await read_rounds(client, raw, runs)
+            async with carrier(client, raw.read_uid) as sdk:
+                searched = await search_rounds(client, sdk, raw, other, runs)
+                read = await read_rounds(client, sdk, raw, runs)
             moved = await bulk_move(client, raw, move)
     finally:
         other.client.logout()
@@ -218,26 +261,30 @@ def per_round(numerator: list[float], *denominators: list[float]) -> str:
 def report(args: argparse.Namespace, measured: dict[str, Any]) -> str:
     lines = [
         f"| search on {args.count:,} messages ({args.runs} interleaved rounds; median ms) | {MINE} | {VALIDATION} "
-        f"| {RAW} | {FLOOR} | {SDK} | {MINE} / ({FLOOR} + {SDK}), per round | the same without the validation "
-        f"| {MINE} / {RAW}, per round |",
-        "|---|---|---|---|---|---|---|---|---|",
+        f"| {RAW} | {FLOOR} | {SDK} | {SDK_PAGE} | {MINE} / ({FLOOR} + {SDK}), per round "
+        f"| the same without the validation | {MINE} / ({FLOOR} + {SDK_PAGE}), per round | {MINE} / {RAW}, per round |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for (kind, case), times in measured["search"].items():
         served = [mine - check for mine, check in zip(times[MINE], times[VALIDATION], strict=True)]
-        medians = " | ".join(f"{median(times[side]):.1f}" for side in (MINE, VALIDATION, RAW, FLOOR, SDK))
+        medians = " | ".join(f"{median(times[side]):.1f}" for side in (MINE, VALIDATION, RAW, FLOOR, SDK, SDK_PAGE))
         lines.append(
             f"| {kind}, {case} | {medians} | {per_round(times[MINE], times[FLOOR], times[SDK])} "
-            f"| {per_round(served, times[FLOOR], times[SDK])} | {per_round(times[MINE], times[RAW])} |"
+            f"| {per_round(served, times[FLOOR], times[SDK])} "
+            f"| {per_round(times[MINE], times[FLOOR], times[SDK_PAGE])} | {per_round(times[MINE], times[RAW])} |"
         )
     read = measured["read"]
     sdk_all = [t for times in measured["search"].values() for t in times[SDK]]
     lines += [
         "",
-        f"| get_message ({args.runs} rounds; median ms) | imap-mcp | raw (2 fetches) | imap-mcp / (raw + median SDK "
-        "trivial call), per round |",
-        "|---|---|---|---|",
-        f"| newest multipart message | {median(read[MINE]):.1f} | {median(read['raw']):.1f} | "
-        f"{per_round(read[MINE], read['raw'], [median(sdk_all)] * len(read['raw']))} |",
+        f"| get_message ({args.runs} rounds; median ms) | imap-mcp | raw (2 fetches) | {SDK_MESSAGE} "
+        "| imap-mcp / (raw + median SDK trivial call), per round "
+        f"| imap-mcp / (raw + {SDK_MESSAGE}), per round |",
+        "|---|---|---|---|---|---|",
+        f"| newest multipart message | {median(read[MINE]):.1f} | {median(read['raw']):.1f} "
+        f"| {median(read[SDK_MESSAGE]):.1f} "
+        f"| {per_round(read[MINE], read['raw'], [median(sdk_all)] * len(read['raw']))} "
+        f"| {per_round(read[MINE], read['raw'], read[SDK_MESSAGE])} |",
         "",
         "| move by query (one call, dialog approved) | seconds | messages moved | structured content | text |",
         "|---|---|---|---|---|",
