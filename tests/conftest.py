@@ -58,12 +58,16 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     The group keeps one slow set-up (the installed wheel, a gateway) on one worker; without it
     both workers build it and wait for each other, silently (pytest 9.2 ignores xdist 3.8's name).
     """
-    marker = item.get_closest_marker("xdist_group")
-    if marker is None or not getattr(item.config.option, "loadgroup", False):
+    if not getattr(item.config.option, "loadgroup", False):
         return
-    if not item.nodeid.endswith(f"@{marker.args[0]}"):
+    # named as xdist names it: every xdist_group mark's name, sorted, joined by "_"
+    names = {
+        str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+        for mark in item.iter_markers("xdist_group")
+    }
+    if names and not item.nodeid.endswith("@" + "_".join(sorted(names))):
         pytest.fail(
-            f"marked xdist_group({marker.args[0]!r}), but xdist could not group it: install the pytest and "
+            f"marked xdist_group {sorted(names)}, but xdist could not group it: install the pytest and "
             "pytest-xdist versions pyproject.toml allows (pip install -e '.[test]')",
             pytrace=False,
         )

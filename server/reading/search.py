@@ -243,9 +243,12 @@ class LiveSearch:
 
     def newest_first_among(self, uid_set: str) -> list[int]:
         """`newest_first` of `uid_set`. For an unfiltered search of a few UIDs (new mail), one fetch of their
-        summaries, which the page shows next, says which exist and their dates: it replaces a SORT."""
+        summaries says which exist and their dates, instead of a SORT; the summaries are kept for the page,
+        which usually shows them. Fetched even when cached: a cached summary does not say the message is
+        still there (another search may have described it before it was expunged)."""
         if self.matches_everything and self.summaries is not None and size(uid_set) <= _FEW_ARRIVALS:
-            fixed = describe(self.client, self.examined, expand(uid_set), self.summaries).fixed
+            fixed = describe(self.client, self.examined, expand(uid_set), None).fixed
+            self.summaries.keep(self.examined, fixed)
             return sorted(fixed, key=lambda uid: (-fixed[uid].seconds, -uid))
         return newest_first(self.client, self.query, uid_set)
 

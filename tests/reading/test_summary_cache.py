@@ -94,7 +94,7 @@ def test_a_page_overlapping_a_shown_one_fetches_the_summaries_of_the_rest_only(
     assert len(described) == 4  # the rest of the page and its new neighbour
 
 
-def arrival(subject: str, received: dt.datetime) -> bytes:
+def arrival(subject: str) -> bytes:
     return (
         f"From: zoe@example.com\r\nTo: demo@example.org\r\nSubject: {subject}\r\nMIME-Version: 1.0\r\n\r\nhello\r\n"
     ).encode()
@@ -109,9 +109,9 @@ def test_a_few_arrivals_are_ordered_by_the_summaries_the_page_shows_instead_of_a
     newest = dt.datetime.fromisoformat(first.messages[0].date or "")
     other = account.imap()
     try:
-        # one later than everything, one at the same second as the newest, one long ago (a full sort follows)
-        other.append("INBOX", arrival("later", newest), msg_time=newest + dt.timedelta(hours=1))
-        other.append("INBOX", arrival("tie", newest), msg_time=newest)
+        # one later than everything, one at the same second as the newest (after it: the higher UID)
+        other.append("INBOX", arrival("later"), msg_time=newest + dt.timedelta(hours=1))
+        other.append("INBOX", arrival("tie"), msg_time=newest)
     finally:
         other.logout()
     sent.clear()
@@ -126,6 +126,32 @@ def test_a_few_arrivals_are_ordered_by_the_summaries_the_page_shows_instead_of_a
 
 
 @pytest.mark.servers("dovecot", "cyrus", reason="an order is kept only where CONDSTORE says what changed")
+def test_an_arrival_another_search_described_and_that_left_since_is_not_counted(
+    account: Account, client: IMAPClient
+) -> None:
+    """The summary cache is shared by every search: a cached summary of a new UID does not say it is still there."""
+    order, cache = OrderCache(), SummaryCache()
+    first = search_page(client, examine(client, "INBOX"), SearchQuery(limit=5), order, cache)
+    newest = dt.datetime.fromisoformat(first.messages[0].date or "")
+    other = account.imap()
+    try:
+        other.select_folder("INBOX")
+        other.append("INBOX", arrival("short-lived"), msg_time=newest + dt.timedelta(hours=1))
+        unread = search_page(client, examine(client, "INBOX"), SearchQuery(limit=5, unread_only=True), order, cache)
+        assert unread.messages[0].subject == "short-lived" and cache.known(
+            examine(client, "INBOX"), [unread.messages[0].uid]
+        )
+        other.add_flags([unread.messages[0].uid], [b"\\Deleted"])
+        other.uid_expunge([unread.messages[0].uid])
+    finally:
+        other.logout()
+    again = search_page(client, examine(client, "INBOX"), SearchQuery(limit=5), order, cache)
+    fresh = search_page(client, examine(client, "INBOX"), SearchQuery(limit=5))
+    assert (again.total, [m.uid for m in again.messages]) == (fresh.total, [m.uid for m in fresh.messages])
+    assert (again.total, [m.uid for m in again.messages]) == (first.total, [m.uid for m in first.messages])
+
+
+@pytest.mark.servers("dovecot", "cyrus", reason="an order is kept only where CONDSTORE says what changed")
 def test_many_arrivals_are_sorted_by_the_server(account: Account, client: IMAPClient, sent: list[bytes]) -> None:
     order, cache = OrderCache(), SummaryCache()
     first = search_page(client, examine(client, "INBOX"), SearchQuery(limit=5), order, cache)
@@ -133,7 +159,7 @@ def test_many_arrivals_are_sorted_by_the_server(account: Account, client: IMAPCl
     other = account.imap()
     try:
         for n in range(21):
-            other.append("INBOX", arrival(f"new {n}", newest), msg_time=newest + dt.timedelta(minutes=n))
+            other.append("INBOX", arrival(f"new {n}"), msg_time=newest + dt.timedelta(minutes=n))
     finally:
         other.logout()
     sent.clear()
