@@ -7,8 +7,8 @@ Starts its own Dovecot (on /dev/shm when there is one), writes `--count` message
 for page 1 of an unfiltered search and of a FROM search ("Walter Rossi"), in four cases — (a) the
 mailbox unchanged, (b) another client flipped `\\Flagged` on the oldest message, (c) one new message
 arrived (from Walter Rossi, so both searches change), (d) one message was expunged — interleaved
-rounds (`run.rounds`: one unmeasured warm-up per side, then one call per side per round, the change
-made again, unmeasured, before every call) of:
+rounds (`run.rounds`: one unmeasured warm-up per side, then one call per side per round; the change
+is made again, unmeasured, right before each imap-mcp call, so each call follows exactly one) of:
 
 - imap-mcp: `search_messages` through `imap-mcp stdio` and the SDK client (2026-07-28);
 - raw: a kept-selected imapclient connection sorting again (`UID SORT (REVERSE ARRIVAL)` + `UID
@@ -18,8 +18,9 @@ made again, unmeasured, before every call) of:
 - the SDK's trivial call: `get_message` with an id that does not decode, on the same imap-mcp client:
   a whole tool call (arguments, tool, error result) that touches no IMAP;
 - the SDK carrying the page: `sdk_carrier.py` over stdio, the SDK alone returning the page 1 imap-mcp
-  returned (unfiltered, before the rounds) under the same output schema: what any SDK server pays to
-  return 20 summaries (serialising them twice, the client validating them), no IMAP, no imap-mcp code.
+  returned for the same search before the rounds, under the same output schema: what a server on this
+  SDK pays to return those 20 summaries (serialised twice, validated by the client), with no IMAP and
+  none of imap-mcp's code.
 
 Also get_message (the newest multipart message) against raw's two fetches and the SDK carrying the
 same result, and one move of about `--move` messages by query (`before` the date that many messages
@@ -136,8 +137,11 @@ async def search_rounds(
     client: Client, sdk: Client, raw: Raw, other: OtherClient, runs: int
 ) -> dict[tuple[str, str], Any]:
     validations = time_validation(client)
+    change: list[Callable[[], None] | None] = [None]  # the case's change, made before each imap-mcp call
 
     async def mine_call(kind: str) -> float:
+        if (make := change[0]) is not None:
+            make()  # unmeasured; the only change since imap-mcp's previous call (the other sides keep none)
         start = time.perf_counter()
         result = await client.call_tool("search_messages", KINDS[kind])
         assert not result.is_error, result.content
@@ -157,7 +161,7 @@ async def search_rounds(
 
     async def sdk_page_call(kind: str) -> float:
         start = time.perf_counter()
-        result = await sdk.call_tool("search_messages", {})
+        result = await sdk.call_tool("search_messages", {"kind": kind})
         assert not result.is_error, result.content
         return (time.perf_counter() - start) * 1000
 
@@ -166,7 +170,8 @@ async def search_rounds(
     for kind in KINDS:
         for case in CASES:
             validations.clear()
-            measured[kind, case] = await rounds(kind, sides, runs, other.change(case))
+            change[0] = other.change(case)
+            measured[kind, case] = await rounds(kind, sides, runs)
             measured[kind, case][VALIDATION] = validations[-runs:]  # the warm-up call's comes first
     return measured
 
@@ -211,18 +216,23 @@ async def bulk_move(client: Client, raw: Raw, count: int) -> dict[str, Any]:
 
 @contextlib.asynccontextmanager
 async def carrier(client: Client, read_uid: int) -> AsyncIterator[Client]:
-    """An SDK client of `sdk_carrier.py` serving the results `client`'s imap-mcp gives now: page 1 of the
-    unfiltered search and get_message of `read_uid`, under the same output schemas."""
-    calls = {"search_messages": {}, "get_message": {"mailbox": "INBOX", "uid": read_uid}}
-    results = {name: await client.call_tool(name, arguments) for name, arguments in calls.items()}
-    assert not any(result.is_error for result in results.values()), results
-    assert len(results["search_messages"].structured_content["messages"]) == 20
-    schemas = {tool.name: tool.output_schema for tool in (await client.list_tools()).tools if tool.name in calls}
+    """An SDK client of `sdk_carrier.py` serving the results `client`'s imap-mcp gives now: page 1 of each
+    search (`KINDS`) and get_message of `read_uid`, under the same output schemas."""
+    pages = {kind: await client.call_tool("search_messages", arguments) for kind, arguments in KINDS.items()}
+    message = await client.call_tool("get_message", {"mailbox": "INBOX", "uid": read_uid})
+    assert not message.is_error and not any(page.is_error for page in pages.values())
+    assert all(len(page.structured_content["messages"]) == 20 for page in pages.values())
+    tools = ("search_messages", "get_message")
+    schemas = {tool.name: tool.output_schema for tool in (await client.list_tools()).tools if tool.name in tools}
+    held = {
+        "pages": {kind: page.structured_content for kind, page in pages.items()},
+        "message": message.structured_content,
+    }
     with tempfile.TemporaryDirectory() as directory:
-        held = Path(directory) / "results.json"
-        held.write_text(json.dumps({name: result.structured_content for name, result in results.items()}))
+        results = Path(directory) / "results.json"
+        results.write_text(json.dumps(held))
         script = str(Path(__file__).with_name("sdk_carrier.py"))
-        params = StdioServerParameters(command=sys.executable, args=[script, str(held)])
+        params = StdioServerParameters(command=sys.executable, args=[script, str(results)])
         async with Client(params, mode="2026-07-28") as sdk:
             carried = {tool.name: tool.output_schema for tool in (await sdk.list_tools()).tools}
             assert carried == schemas, "not imap-mcp's output schemas"
