@@ -55,12 +55,13 @@ def wait_for_login(
             time.sleep(0.05)
 
 
-def stop_group(process: subprocess.Popen[bytes]) -> None:
-    """SIGTERM the server's process group, SIGKILL if it lingers."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGTERM)
+def stop_group(process: subprocess.Popen[bytes], grace: float = 5) -> None:
+    """SIGTERM the server's process group, SIGKILL if it lingers `grace` seconds (at once when 0)."""
+    if grace > 0:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
     try:
-        process.wait(timeout=5)
+        process.wait(timeout=grace)
     except subprocess.TimeoutExpired:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
@@ -88,9 +89,12 @@ class MatrixServer:
     def cert_file(self) -> Path:
         return self.dir / "tls" / "cert.pem"
 
+    #: how long a stopping server may take after SIGTERM before it is killed
+    stop_grace: float = field(init=False, default=5)
+
     def stop(self) -> None:
         if self.process is not None:
-            stop_group(self.process)
+            stop_group(self.process, self.stop_grace)
             self.process = None
         if getattr(self, "dir", None) and self.dir.exists():
             shutil.rmtree(self.dir, ignore_errors=True)

@@ -60,6 +60,9 @@ class Courier(MatrixServer):
     """One running instance; `start()`, `add_user()`, `stop()`."""
 
     name = "courier"
+    #: killed at once: `unshare --fork` ignores SIGTERM, and so does bash as the namespace's init, so a
+    #: SIGTERM only waited out the grace (5 s per stop); nothing of the server's needs a clean exit
+    stop_grace: float = field(init=False, default=0)
     prefix = "INBOX."
     delimiter = "."
     #: userdb entries (uid, home, Maildir) and userdbshadow entries (password hash) by login
