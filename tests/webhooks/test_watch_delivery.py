@@ -75,7 +75,7 @@ async def test_appended_mail_is_delivered_signed_with_the_auth_header(operator: 
         assert data["from"] == "Bob Sender <bob@example.org>" and data["subject"] == f"{SUBJECT} #1"
         assert data["id"].startswith("imap.") and data["date"]
         assert BODY_TEXT not in str(delivery.event)
-        status = wait_for_status(operator, "active")
+        status = wait_for_status(operator, "active", drained=True)
         assert status.pending_events == 0 and status.last_success_at is not None
         assert status.url_host == "127.0.0.1"
         async with served(served_settings(operator)) as client:
@@ -104,7 +104,7 @@ async def test_receiver_down_pauses_after_ten_failures_and_enabling_delivers(sql
     with Receiver(secret, port=port) as receiver:
         [delivery] = receiver.wait_for(1)
         assert delivery.event["data"]["subject"] == f"{SUBJECT} #2"
-    status = wait_for_status(operator, "active")
+    status = wait_for_status(operator, "active", drained=True)
     assert status.pending_events == 0 and status.consecutive_failures == 0
     for value in [*forbidden_values(secret, "/hooks/down-8e1"), SUBJECT]:
         assert value not in "\n".join(operator.log_lines()), value

@@ -97,14 +97,19 @@ class Operator:
                 process.wait()
 
 
-def wait_for_status(operator: Operator, state: str, timeout: float = 90.0) -> WebhookStatus:
+def wait_for_status(operator: Operator, state: str, drained: bool = False, timeout: float = 90.0) -> WebhookStatus:
+    """The webhook's status once it is in `state` and, when `drained`, its outbox is empty.
+
+    A receiver has an event before the watcher, reading its answer, marks it delivered in the store:
+    a test that saw the delivery waits for the outbox to empty too.
+    """
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         found = operator.status()
-        if found.state == state:
+        if found.state == state and (not drained or found.pending_events == 0):
             return found
         time.sleep(0.2)
-    raise AssertionError(f"state {state!r} not reached within {timeout} s: {operator.status()}")
+    raise AssertionError(f"state {state!r} (drained: {drained}) not reached within {timeout} s: {operator.status()}")
 
 
 @contextlib.contextmanager
