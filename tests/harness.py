@@ -9,6 +9,7 @@ server matrix also Cyrus and Courier (`tests/servers/`). Each test gets its own 
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import os
 import re
 import socket
@@ -22,6 +23,7 @@ import uuid
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
+from email.message import EmailMessage
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -328,14 +330,30 @@ async def answer(
     )
 
 
-def append_message(account: Account, raw: bytes, mailbox: str = "INBOX", flags: tuple[bytes, ...] = ()) -> int:
-    """Append `raw` as another mail client would; returns its UID."""
+def append_message(
+    account: Account,
+    raw: bytes,
+    mailbox: str = "INBOX",
+    flags: tuple[bytes, ...] = (),
+    received: dt.datetime | None = None,
+) -> int:
+    """Append `raw` as another mail client would (`received`: its INTERNALDATE, default now); returns its UID."""
     client = account.imap()
     try:
-        response = client.append(account.mailbox(mailbox), raw, flags=flags)
+        response = client.append(account.mailbox(mailbox), raw, flags=flags, msg_time=received)
         return int(response.split(b"]")[0].split()[-1])
     finally:
         client.logout()
+
+
+def plain_mail(subject: str, sender: str = "zoe@example.com") -> bytes:
+    """A short text message from `sender` to the demo address."""
+    message = EmailMessage()
+    message["From"] = sender
+    message["To"] = "demo@example.org"
+    message["Subject"] = subject
+    message.set_content("hello\n")
+    return message.as_bytes()
 
 
 def mailbox_names(account: Account) -> set[str]:

@@ -6,10 +6,9 @@ import datetime as dt
 import functools
 import random
 from array import array
-from email.message import EmailMessage
 
 import pytest
-from harness import Account, append_message, served, structured
+from harness import Account, append_message, plain_mail, served, structured
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from imapclient import IMAPClient
@@ -21,15 +20,6 @@ from imap_mcp.server.reading.search_cache import OrderCache, _without
 from imap_mcp.server.reading.summaries import SummaryCache
 
 pytestmark = pytest.mark.anyio
-
-
-def new_mail(subject: str, sender: str = "zoe@example.com") -> bytes:
-    msg = EmailMessage()
-    msg["From"] = sender
-    msg["To"] = "demo@example.org"
-    msg["Subject"] = subject
-    msg.set_content("hello\n")
-    return msg.as_bytes()
 
 
 def page(
@@ -50,7 +40,7 @@ def test_an_unchanged_mailbox_reuses_the_order(account: Account, client: IMAPCli
 def test_new_mail_is_seen_at_once(account: Account, client: IMAPClient) -> None:
     cache = OrderCache()
     total, _ = page(client, cache)
-    uid = append_message(account, new_mail("fresh"))
+    uid = append_message(account, plain_mail("fresh"))
     total_after, uids = page(client, cache)
     assert total_after == total + 1 and uids[0] == uid
     assert cache.hits == 0
@@ -87,7 +77,7 @@ def test_an_expunge_by_another_client_is_seen(account: Account, client: IMAPClie
 async def test_the_tool_reflects_a_change_between_two_identical_searches(account: Account) -> None:
     async with served(account) as mcp_client:
         before = structured(await mcp_client.call_tool("search_messages", {}))
-        append_message(account, new_mail("arrived between calls"))
+        append_message(account, plain_mail("arrived between calls"))
         after = structured(await mcp_client.call_tool("search_messages", {}))
     assert after["total"] == before["total"] + 1
     assert after["messages"][0]["subject"] == "arrived between calls"
@@ -124,7 +114,7 @@ def _random_step(rng: random.Random, other: IMAPClient, clock: list[dt.datetime]
             when = clock[0]
         sender = rng.choice(["zoe@example.com", "max@example.net"])
         other.append(
-            "INBOX", new_mail(f"step {rng.random()}", sender), flags=rng.choice([(), (b"\\Seen",)]), msg_time=when
+            "INBOX", plain_mail(f"step {rng.random()}", sender), flags=rng.choice([(), (b"\\Seen",)]), msg_time=when
         )
         return
     uid = max(uids) if action == "expunge_newest" else rng.choice(uids)  # the newest: shown, maybe cached, by now

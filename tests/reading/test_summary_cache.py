@@ -6,12 +6,12 @@ import datetime as dt
 from collections.abc import Iterator
 
 import pytest
-from harness import Account
+from harness import Account, append_message, plain_mail
 from imapclient import IMAPClient
 
 from imap_mcp.server.imap.pool import Examined, examine
 from imap_mcp.server.imap.uid_sets import expand
-from imap_mcp.server.reading.search import SearchQuery, search_page
+from imap_mcp.server.reading.search import SearchPage, SearchQuery, search_page
 from imap_mcp.server.reading.search_cache import OrderCache
 from imap_mcp.server.reading.summaries import Fixed, SummaryCache
 
@@ -43,8 +43,7 @@ def without_recent(listed: list[dict[str, object]]) -> list[dict[str, object]]:
 
 
 def summaries(client: IMAPClient, cache: SummaryCache, **query: object) -> list[dict[str, object]]:
-    page = search_page(client, examine(client, "INBOX"), SearchQuery(**query), summaries=cache)  # type: ignore[arg-type]
-    return [message.model_dump() for message in page.messages]
+    return [message.model_dump() for message in inbox_page(client, cache=cache, **query).messages]
 
 
 def test_a_page_shown_again_is_asked_only_for_its_flags(client: IMAPClient, sent: list[bytes]) -> None:
@@ -94,10 +93,14 @@ def test_a_page_overlapping_a_shown_one_fetches_the_summaries_of_the_rest_only(
     assert len(described) == 4  # the rest of the page and its new neighbour
 
 
-def arrival(subject: str) -> bytes:
-    return (
-        f"From: zoe@example.com\r\nTo: demo@example.org\r\nSubject: {subject}\r\nMIME-Version: 1.0\r\n\r\nhello\r\n"
-    ).encode()
+def inbox_page(
+    client: IMAPClient, order: OrderCache | None = None, cache: SummaryCache | None = None, **query: object
+) -> SearchPage:
+    return search_page(client, examine(client, "INBOX"), SearchQuery(**query), order, cache)  # type: ignore[arg-type]
+
+
+def newest_date(page: SearchPage) -> dt.datetime:
+    return dt.datetime.fromisoformat(page.messages[0].date or "")
 
 
 @pytest.mark.servers("dovecot", "cyrus", reason="an order is kept only where CONDSTORE says what changed")
@@ -105,19 +108,14 @@ def test_a_few_arrivals_are_ordered_by_the_summaries_the_page_shows_instead_of_a
     account: Account, client: IMAPClient, sent: list[bytes]
 ) -> None:
     order, cache = OrderCache(), SummaryCache()
-    first = search_page(client, examine(client, "INBOX"), SearchQuery(limit=5), order, cache)
-    newest = dt.datetime.fromisoformat(first.messages[0].date or "")
-    other = account.imap()
-    try:
-        # one later than everything, one at the same second as the newest (after it: the higher UID)
-        other.append("INBOX", arrival("later"), msg_time=newest + dt.timedelta(hours=1))
-        other.append("INBOX", arrival("tie"), msg_time=newest)
-    finally:
-        other.logout()
+    first = inbox_page(client, order, cache, limit=5)
+    # one later than everything, one at the same second as the newest (after it: the higher UID)
+    append_message(account, plain_mail("later"), received=newest_date(first) + dt.timedelta(hours=1))
+    append_message(account, plain_mail("tie"), received=newest_date(first))
     sent.clear()
-    again = search_page(client, examine(client, "INBOX"), SearchQuery(limit=5), order, cache)
+    again = inbox_page(client, order, cache, limit=5)
     asked = list(sent)
-    fresh = search_page(client, examine(client, "INBOX"), SearchQuery(limit=5))
+    fresh = inbox_page(client, limit=5)
     assert [m.model_dump() for m in again.messages] == [m.model_dump() for m in fresh.messages]
     assert (again.total, again.messages[0].subject, again.messages[1].subject) == (first.total + 2, "later", "tie")
     assert (order.full, order.updates) == (1, 1)  # the first page's sort, then brought up to date
@@ -131,22 +129,18 @@ def test_an_arrival_another_search_described_and_that_left_since_is_not_counted(
 ) -> None:
     """The summary cache is shared by every search: a cached summary of a new UID does not say it is still there."""
     order, cache = OrderCache(), SummaryCache()
-    first = search_page(client, examine(client, "INBOX"), SearchQuery(limit=5), order, cache)
-    newest = dt.datetime.fromisoformat(first.messages[0].date or "")
+    first = inbox_page(client, order, cache, limit=5)
+    uid = append_message(account, plain_mail("short-lived"), received=newest_date(first) + dt.timedelta(hours=1))
+    unread = inbox_page(client, order, cache, limit=5, unread_only=True)
+    assert unread.messages[0].uid == uid and cache.known(examine(client, "INBOX"), [uid])
     other = account.imap()
     try:
         other.select_folder("INBOX")
-        other.append("INBOX", arrival("short-lived"), msg_time=newest + dt.timedelta(hours=1))
-        unread = search_page(client, examine(client, "INBOX"), SearchQuery(limit=5, unread_only=True), order, cache)
-        assert unread.messages[0].subject == "short-lived" and cache.known(
-            examine(client, "INBOX"), [unread.messages[0].uid]
-        )
-        other.add_flags([unread.messages[0].uid], [b"\\Deleted"])
-        other.uid_expunge([unread.messages[0].uid])
+        other.add_flags([uid], [b"\\Deleted"])
+        other.uid_expunge([uid])
     finally:
         other.logout()
-    again = search_page(client, examine(client, "INBOX"), SearchQuery(limit=5), order, cache)
-    fresh = search_page(client, examine(client, "INBOX"), SearchQuery(limit=5))
+    again, fresh = inbox_page(client, order, cache, limit=5), inbox_page(client, limit=5)
     assert (again.total, [m.uid for m in again.messages]) == (fresh.total, [m.uid for m in fresh.messages])
     assert (again.total, [m.uid for m in again.messages]) == (first.total, [m.uid for m in first.messages])
 
@@ -154,16 +148,11 @@ def test_an_arrival_another_search_described_and_that_left_since_is_not_counted(
 @pytest.mark.servers("dovecot", "cyrus", reason="an order is kept only where CONDSTORE says what changed")
 def test_many_arrivals_are_sorted_by_the_server(account: Account, client: IMAPClient, sent: list[bytes]) -> None:
     order, cache = OrderCache(), SummaryCache()
-    first = search_page(client, examine(client, "INBOX"), SearchQuery(limit=5), order, cache)
-    newest = dt.datetime.fromisoformat(first.messages[0].date or "")
-    other = account.imap()
-    try:
-        for n in range(21):
-            other.append("INBOX", arrival(f"new {n}"), msg_time=newest + dt.timedelta(minutes=n))
-    finally:
-        other.logout()
+    first = inbox_page(client, order, cache, limit=5)
+    for n in range(21):
+        append_message(account, plain_mail(f"new {n}"), received=newest_date(first) + dt.timedelta(minutes=n))
     sent.clear()
-    again = search_page(client, examine(client, "INBOX"), SearchQuery(limit=5), order, cache)
+    again = inbox_page(client, order, cache, limit=5)
     assert [m.subject for m in again.messages] == [f"new {n}" for n in range(20, 15, -1)]
     assert any(b" SORT " in line for line in sent) or not client.has_capability("SORT")
     assert (order.full, order.updates) == (1, 1)
