@@ -17,7 +17,7 @@ never as bare words the server could read as syntax.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import cast
 
@@ -140,10 +140,14 @@ def _newest_first_by_date(client: IMAPClient, query: SearchQuery, within: str | 
     found = matching(client, query, within)
     if not found:
         return []
-    dates = fetch(client, found, ["INTERNALDATE"])
-    uids = expand(found) if isinstance(found, str) else found
+    dates = {uid: _timestamp(data) for uid, data in fetch(client, found, ["INTERNALDATE"]).items()}
+    return by_arrival(expand(found) if isinstance(found, str) else found, dates)
 
-    return sorted(uids, key=lambda uid: (-_timestamp(dates.get(uid, {})), -uid))
+
+def by_arrival(uids: Iterable[int], dates: Mapping[int, float]) -> list[int]:
+    """`uids` newest first by their INTERNALDATE (`dates`, in seconds; unknown ones last), equal dates in
+    descending UID order (the later arrival first): the one order every page of a search is shown in."""
+    return sorted(uids, key=lambda uid: (-dates.get(uid, 0.0), -uid))
 
 
 #: how many more dates `summarised_page` reads first, and at most at a time, while a run of equal dates goes on
@@ -196,7 +200,7 @@ def summarised_page(
     while high < len(ordered) and date_at(high - 1) == date_at(stop - 1):
         high += read_dates(ordered[high : high + chunk])
         chunk = min(chunk * 2, _MAX_RUN_CHUNK)
-    window = sorted(ordered[low:high], key=lambda uid: (-dates.get(uid, 0.0), -uid))
+    window = by_arrival(ordered[low:high], dates)
     return described.summaries(client, window[offset - low : stop - low], cache)
 
 
@@ -249,7 +253,7 @@ class LiveSearch:
         if self.matches_everything and self.summaries is not None and size(uid_set) <= _FEW_ARRIVALS:
             fixed = describe(self.client, self.examined, expand(uid_set), None).fixed
             self.summaries.keep(self.examined, fixed)
-            return sorted(fixed, key=lambda uid: (-fixed[uid].seconds, -uid))
+            return by_arrival(fixed, {uid: part.seconds for uid, part in fixed.items()})
         return newest_first(self.client, self.query, uid_set)
 
     def matching_among(self, uid_set: str) -> set[int]:
