@@ -2,7 +2,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import socket
+import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -10,6 +12,7 @@ from pathlib import Path
 import pytest
 from harness import Account, MailServer, Person, new_account, seeded_account, start_dovecot
 from imapclient import IMAPClient
+from postgres import PrivatePostgres
 from servers.courier import Courier
 from servers.cyrus import Cyrus
 from smtp_capture import SENDER, CaptureSMTP
@@ -43,12 +46,19 @@ MATRIX_MODULES = {
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # the store (approval ledger, webhooks) defaults to $XDG_STATE_HOME: a private one per test process, never
+    # the home of whoever runs the tests; every imap-mcp the tests start inherits it
+    os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="imap-mcp-state.")
     config.addinivalue_line(
         "markers", "dovecot_only(reason): a test about Dovecot itself (its log, doveadm); not run on the matrix"
     )
     config.addinivalue_line(
         "markers", "servers(*names, reason): a matrix test that is about what only these servers do (e.g. XLIST)"
     )
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shutil.rmtree(os.environ.get("XDG_STATE_HOME", ""), ignore_errors=True)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -89,6 +99,17 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         servers = _servers_for(metafunc)
         if servers != ("dovecot",) or metafunc.definition.get_closest_marker("servers"):
             metafunc.parametrize("mail_server", servers, indirect=True)
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PrivatePostgres]:
+    """One private PostgreSQL cluster on loopback per session (per xdist worker), started when first needed."""
+    cluster = PrivatePostgres()
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
 
 
 @pytest.fixture

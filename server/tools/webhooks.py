@@ -17,12 +17,12 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from imap_mcp.server.logs import get_logger
+from imap_mcp.server.store.database import Store
 from imap_mcp.server.tools.annotations import read_only
 from imap_mcp.server.tools.errors import refusals
 from imap_mcp.server.webhooks.operations import KEEP, WebhookAccount, limit_change
 from imap_mcp.server.webhooks.settings import WebhookSettings
 from imap_mcp.server.webhooks.status import LimitsStatus, WebhookStatus
-from imap_mcp.server.webhooks.store import Store
 
 STATUS_TITLE = "Get webhook status"
 ENABLED_TITLE = "Turn the new-mail webhook on or off"

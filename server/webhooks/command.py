@@ -17,6 +17,7 @@ import httpx
 from imap_mcp.server.config import Settings
 from imap_mcp.server.errors import ImapMcpError
 from imap_mcp.server.logs import get_logger
+from imap_mcp.server.store.database import Store
 from imap_mcp.server.webhooks.cipher import StoreCipher
 from imap_mcp.server.webhooks.delivery import deliver_one
 from imap_mcp.server.webhooks.leases import LEASE_SECONDS, hold_lease, release_lease
@@ -29,7 +30,6 @@ from imap_mcp.server.webhooks.rows import (
     parse_auth_header,
     save_endpoint,
 )
-from imap_mcp.server.webhooks.store import Store
 from imap_mcp.server.webhooks.watcher import InboxWatcher
 
 #: how often an idle pump looks for due events (retries, or events another process added)

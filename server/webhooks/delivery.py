@@ -12,12 +12,12 @@ from dataclasses import dataclass
 import httpx
 
 from imap_mcp.server.logs import get_logger
+from imap_mcp.server.store.database import Store, Tx
 from imap_mcp.server.webhooks.cipher import StoreCipher, Unreadable
 from imap_mcp.server.webhooks.outbox import Event, next_event
 from imap_mcp.server.webhooks.rows import Receiver, WebhookRow, invalid_url_reason, load_row, open_endpoint
 from imap_mcp.server.webhooks.settings import FAILURE_THRESHOLD, WebhookSettings
 from imap_mcp.server.webhooks.signing import signed_headers
-from imap_mcp.server.webhooks.store import Store, Tx
 
 #: seconds a receiver has to answer one delivery
 POST_TIMEOUT = 10.0

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from imap_mcp.server.errors import ImapMcpError
+from imap_mcp.server.store.database import Store, Tx
 from imap_mcp.server.webhooks.cipher import StoreCipher, Unreadable
 from imap_mcp.server.webhooks.outbox import drop_queued_while_off, effective_limits, prune
 from imap_mcp.server.webhooks.rows import WebhookRow, invalid_url_reason, load_row, open_endpoint
@@ -20,7 +21,6 @@ from imap_mcp.server.webhooks.settings import (
     parse_duration,
 )
 from imap_mcp.server.webhooks.status import LimitsStatus, WebhookStatus, read_status
-from imap_mcp.server.webhooks.store import Store, Tx
 
 SETUP_HINT = (
     "Set it up on the account page (/account; on this server the operator runs: imap-mcp webhook set --url URL)."

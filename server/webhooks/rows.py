@@ -7,8 +7,8 @@ import secrets
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from imap_mcp.server.store.database import Tx
 from imap_mcp.server.webhooks.cipher import StoreCipher
-from imap_mcp.server.webhooks.store import Tx
 
 COLUMNS = (
     "account, url_sealed, auth_header_sealed, secret_sealed, enabled, paused_since, consecutive_failures, "

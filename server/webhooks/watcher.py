@@ -23,10 +23,10 @@ from imap_mcp.server.imap.message_ids import MessageRef
 from imap_mcp.server.logs import get_logger
 from imap_mcp.server.reading.parts import decode_words
 from imap_mcp.server.reading.summaries import addresses
+from imap_mcp.server.store.database import Store, Tx
 from imap_mcp.server.webhooks.outbox import enqueue, rfc3339
 from imap_mcp.server.webhooks.rows import load_row
 from imap_mcp.server.webhooks.settings import WebhookSettings
-from imap_mcp.server.webhooks.store import Store, Tx
 
 MAILBOX = "INBOX"
 #: longest IDLE (or NOOP poll interval) before the watcher looks at its lease and stop flag again

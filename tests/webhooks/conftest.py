@@ -12,27 +12,16 @@ from webhook_helpers import ACCOUNT, AUTH_HEADER, HOOK_URL, LogLines, new_key
 
 from imap_mcp.server.config import Secret
 from imap_mcp.server.logs import LOGGER_NAME
+from imap_mcp.server.store.database import Store
 from imap_mcp.server.webhooks.cipher import StoreCipher
 from imap_mcp.server.webhooks.rows import save_endpoint
 from imap_mcp.server.webhooks.settings import WebhookSettings
-from imap_mcp.server.webhooks.store import Store
 
 
 @pytest.fixture
 def keys() -> list[str]:
     """A key ring of one key."""
     return [new_key()]
-
-
-@pytest.fixture(scope="session")
-def postgres() -> Iterator[PrivatePostgres]:
-    """One private PostgreSQL cluster on loopback per session (per xdist worker)."""
-    cluster = PrivatePostgres()
-    cluster.start()
-    try:
-        yield cluster
-    finally:
-        cluster.stop()
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

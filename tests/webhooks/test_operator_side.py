@@ -16,11 +16,11 @@ from webhook_helpers import ACCOUNT, add_events, new_key
 
 from imap_mcp.server.config import ConfigError, Secret
 from imap_mcp.server.demo.dovecot import Dovecot
+from imap_mcp.server.store.database import MIGRATIONS, Store
 from imap_mcp.server.webhooks.cipher import StoreCipher, Unreadable
 from imap_mcp.server.webhooks.delivery import record_failure, record_success
 from imap_mcp.server.webhooks.rows import load_row, save_endpoint
 from imap_mcp.server.webhooks.settings import WebhookSettings, load_webhook_settings
-from imap_mcp.server.webhooks.store import MIGRATIONS, Store
 
 URL = "https://hooks.example.net/secret-path-2b7?sig=query-secret"
 

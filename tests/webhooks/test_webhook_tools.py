@@ -22,9 +22,9 @@ from webhook_helpers import (
 )
 
 from imap_mcp.server.config import Secret
+from imap_mcp.server.store.database import Store
 from imap_mcp.server.webhooks.rows import load_row
 from imap_mcp.server.webhooks.settings import WebhookSettings
-from imap_mcp.server.webhooks.store import Store
 
 pytestmark = pytest.mark.anyio
 

@@ -13,10 +13,10 @@ from pathlib import Path
 
 from harness import Account
 
+from imap_mcp.server.store.database import Store
 from imap_mcp.server.webhooks.operations import WebhookAccount
 from imap_mcp.server.webhooks.settings import load_webhook_settings
 from imap_mcp.server.webhooks.status import WebhookStatus
-from imap_mcp.server.webhooks.store import Store
 
 
 @dataclass

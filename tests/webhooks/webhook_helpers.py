@@ -11,10 +11,10 @@ from mcp import Client
 
 from imap_mcp.server.app import build_server
 from imap_mcp.server.config import ImapSettings, Secret, Settings
+from imap_mcp.server.store.database import Store
 from imap_mcp.server.webhooks.outbox import enqueue
 from imap_mcp.server.webhooks.rows import load_row
 from imap_mcp.server.webhooks.settings import WebhookSettings
-from imap_mcp.server.webhooks.store import Store
 
 ACCOUNT_USER = "alice"
 #: the account as the server names it (user@host)

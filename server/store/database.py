@@ -1,5 +1,9 @@
 """The store: one schema on SQLite (the embedded default) or PostgreSQL (shared by replicas), with migrations.
 
+It holds what must outlive a request and be shared by every replica: the approval ledger (one
+approved effect runs once, `store.ledger`) and the new-mail webhooks (settings, outbox, delivery
+state, watcher leases). A SQLite file is created 0600 in a folder made 0700.
+
 Queries are written once with `?` placeholders; `Store.transaction()` yields a cursor-like
 `Tx` that runs them on either database. A write transaction locks what it touches: SQLite
 takes the database's write lock at BEGIN IMMEDIATE; PostgreSQL locks rows with FOR UPDATE
@@ -9,6 +13,7 @@ opens the store.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -58,6 +63,19 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             holder TEXT NOT NULL,
             expires_at DOUBLE PRECISION NOT NULL
         )""",
+    ),
+    (
+        """CREATE TABLE approval_ledger (
+            approval TEXT PRIMARY KEY,
+            account TEXT NOT NULL,
+            tool TEXT NOT NULL,
+            state TEXT NOT NULL,
+            holder TEXT NOT NULL,
+            since DOUBLE PRECISION NOT NULL,
+            kept_until DOUBLE PRECISION NOT NULL,
+            outcome TEXT NOT NULL DEFAULT '{}'
+        )""",
+        "CREATE INDEX approval_ledger_kept_until ON approval_ledger (kept_until)",
     ),
 )
 #: a fixed key for PostgreSQL's advisory lock around migrations
@@ -111,7 +129,7 @@ class Store:
         self.url = url
         self.postgres = url.startswith(("postgresql://", "postgres://"))
         if not self.postgres:
-            Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+            _private_sqlite_file(Path(url.removeprefix("sqlite:///")))
         self._migrate()
 
     def __repr__(self) -> str:
@@ -178,6 +196,25 @@ class Store:
         with self.transaction() as tx:
             row = tx.one("SELECT version FROM store_schema")
         return int(row[0]) if row else 0
+
+
+def _private_sqlite_file(path: Path) -> None:
+    """Make the SQLite file's folder (0700, whatever the umask) and the file itself (0600), or `StoreError`
+    naming the setting to change: the file keeps approvals and strangers' senders and subjects."""
+    try:
+        missing = [folder for folder in (path.parent, *path.parent.parents) if not folder.exists()]
+        for folder in reversed(missing):
+            folder.mkdir(mode=0o700)
+            os.chmod(folder, 0o700)
+        if not path.exists():
+            os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
+        os.chmod(path, 0o600)
+    except OSError as exc:
+        raise StoreError(
+            f"Cannot create the SQLite store at {path} ({exc.strerror or exc}). Set IMAP_MCP_STORE to "
+            "sqlite:///<a file in a folder this user can write> (or XDG_STATE_HOME to such a folder), or to a "
+            "postgresql:// URL."
+        ) from None
 
 
 def _without(text: str, url: str) -> str:

@@ -1,0 +1,167 @@
+"""The approval ledger: one approved effect runs once, whoever replays the approval and whatever a mailbox keeps.
+
+A person's yes may reach imap-mcp many times: a client retrying, a gateway sending twice, two
+replicas answering the same retry, a caller replaying a confirm_token. What decides which
+attempt acts, and whether the effect already happened, is a row in the store keyed by the
+approval itself (`approval_key`: the verified identity of the seal, never its text), not
+anything in the mailbox: a mailbox keyword can be set by any tool caller or mail client, and a
+server may accept one and keep nothing.
+
+A row moves through these states, each step a compare-and-set on the attempt that holds it
+(`holder`), so two attempts can never both take the same step:
+
+- `running`: an attempt holds it and has done nothing that cannot be repeated. An attempt that
+  finds it older than the staleness the caller gives (its holder died) takes it over.
+- `handing_over`: a send is being handed to the SMTP server. From here on the message may have
+  left, so no attempt ever sends it again, however old the row grows.
+- `done`: finished; `outcome` says what it did (a small JSON object).
+- `unconfirmed`: a send whose SMTP answer was lost after the whole message went out.
+
+An attempt that fails before anything irreversible `release`s its row, so the next replay of the
+same approval runs. Rows are kept `KEEP_SECONDS` (far longer than any approval can be replayed)
+and then pruned.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from imap_mcp.server.store.database import Store, Tx
+
+State = Literal["running", "handing_over", "done", "unconfirmed"]
+#: how long a row is kept after its last change: an approval is replayable for minutes, never a day
+KEEP_SECONDS = 24 * 3600.0
+_COLUMNS = "state, holder, since, outcome"
+
+
+def approval_key(account: str, tool: str, identity: str) -> str:
+    """The ledger key of one approval of `tool` on `account` (the identity comes from the verified seal)."""
+    canonical = json.dumps([account, tool, identity], separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A ledger row as one attempt found it."""
+
+    state: State
+    holder: str
+    since: float
+    outcome: dict[str, Any] = field(default_factory=dict)
+
+    def age(self, now: float) -> float:
+        return max(0.0, now - self.since)
+
+
+@dataclass(frozen=True)
+class Begun:
+    """What `Ledger.begin` found: this attempt holds the approval (`holder` set), or another row decides
+    (`entry`). `taken_over` is the row of a dead attempt this one took over, with what it had recorded."""
+
+    holder: str | None
+    entry: Entry | None = None
+    taken_over: Entry | None = None
+
+    @property
+    def owned(self) -> bool:
+        return self.holder is not None
+
+
+class Ledger:
+    """The approval ledger in `store`."""
+
+    def __init__(self, store: Store, clock: Callable[[], float] = time.time) -> None:
+        self.store = store
+        self.clock = clock
+
+    def begin(self, key: str, account: str, tool: str, stale_after: float) -> Begun:
+        """Hold the approval `key` for a new attempt, take over a `running` row older than `stale_after`
+        seconds, or report the row that decides instead."""
+        now = self.clock()
+        holder = secrets.token_hex(16)
+        with self.store.transaction() as tx:
+            tx.run("DELETE FROM approval_ledger WHERE kept_until < ?", now)
+            inserted = tx.run(
+                "INSERT INTO approval_ledger (approval, account, tool, state, holder, since, kept_until) "
+                "VALUES (?, ?, ?, 'running', ?, ?, ?) ON CONFLICT (approval) DO NOTHING",
+                key,
+                account,
+                tool,
+                holder,
+                now,
+                now + KEEP_SECONDS,
+            )
+            if inserted:
+                return Begun(holder)
+            found = tx.one(f"SELECT {_COLUMNS} FROM approval_ledger WHERE approval = ?" + _for_update(tx), key)
+            if found is None:  # pruned between the two statements: cannot happen inside one transaction
+                raise RuntimeError("the approval ledger lost a row inside a transaction")
+            entry = _entry(found)
+            if entry.state != "running" or entry.age(now) <= stale_after:
+                return Begun(None, entry)
+            tx.run(
+                "UPDATE approval_ledger SET holder = ?, since = ?, kept_until = ? WHERE approval = ? AND holder = ?",
+                holder,
+                now,
+                now + KEEP_SECONDS,
+                key,
+                entry.holder,
+            )
+            return Begun(holder, taken_over=entry)
+
+    def advance(self, key: str, holder: str, state: State, outcome: dict[str, Any] | None = None) -> bool:
+        """Move the row to `state` (and record `outcome`) if `holder` still holds it; False if it does not."""
+        now = self.clock()
+        recorded = None if outcome is None else json.dumps(outcome, separators=(",", ":"))
+        with self.store.transaction() as tx:
+            changed = tx.run(
+                "UPDATE approval_ledger SET state = ?, since = ?, kept_until = ?, outcome = COALESCE(?, outcome) "
+                "WHERE approval = ? AND holder = ? AND state IN ('running', 'handing_over')",
+                state,
+                now,
+                now + KEEP_SECONDS,
+                recorded,
+                key,
+                holder,
+            )
+        return changed > 0
+
+    def release(self, key: str, holder: str) -> None:
+        """Remove the row of `holder`'s attempt, which knows its effect did not happen (a send SMTP refused), so
+        a replay of the approval runs."""
+        with self.store.transaction() as tx:
+            tx.run(
+                "DELETE FROM approval_ledger WHERE approval = ? AND holder = ? "
+                "AND state IN ('running', 'handing_over')",
+                key,
+                holder,
+            )
+
+    def entry(self, key: str) -> Entry | None:
+        """The row of `key`, if any (for tests and status)."""
+        with self.store.transaction() as tx:
+            found = tx.one(f"SELECT {_COLUMNS} FROM approval_ledger WHERE approval = ?", key)
+        return _entry(found) if found is not None else None
+
+
+@functools.lru_cache(maxsize=32)
+def ledger_at(url: str) -> Ledger:
+    """The ledger in the store at `url`, opened (and migrated) once per process; `StoreError` when it cannot be."""
+    return Ledger(Store(url))
+
+
+def _for_update(tx: Tx) -> str:
+    """PostgreSQL: hold the row until commit (SQLite holds the whole database from BEGIN IMMEDIATE)."""
+    return " FOR UPDATE" if tx.postgres else ""
+
+
+def _entry(row: tuple[Any, ...]) -> Entry:
+    state, holder, since, outcome = row
+    return Entry(state=state, holder=holder, since=float(since), outcome=json.loads(outcome or "{}"))
