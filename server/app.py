@@ -75,7 +75,7 @@ def build_server(
     reading.register(mcp, pool, settings.download_dir)
     for guarded in GUARDED_TOOL_MODULES:
         guarded.register(mcp, pool, guard)
-    sending.register(mcp, pool, guard, settings.smtp)
+    sending.register(mcp, pool, guard, settings.smtp, settings.webhooks.store_url)
     server_info.register(mcp, account, pool, guard)
     webhooks.register(mcp, settings.webhooks, settings.imap.account)
     if settings.spec_fixtures:

@@ -25,7 +25,6 @@ from smtp_capture import SENDER, CaptureSMTP
 from imap_mcp.server.app import build_server
 from imap_mcp.server.config import ImapSettings, Settings, load_settings
 from imap_mcp.server.imap.pool import ImapPool
-from imap_mcp.server.outgoing.sent_mailbox import SENDING, UNCONFIRMED
 
 pytestmark = pytest.mark.anyio
 
@@ -211,7 +210,7 @@ async def test_without_move_a_replay_after_a_cut_after_copy_completes_the_move(a
     assert not set(ids) & set(message_ids(account, "INBOX"))
 
 
-# --- one approval, one send: a lost SMTP answer, a cut right after the claim in Sent ---
+# --- one approval, one send: a lost SMTP answer (tests/outgoing/test_send_once.py has the rest) ---
 
 MESSAGE = {"to": ["alice@example.com"], "subject": "Lunch on Friday", "body": "Friday at noon?\n"}
 
@@ -256,26 +255,7 @@ async def test_a_send_whose_smtp_answer_is_lost_is_not_sent_again_on_replay(acco
     assert first[0]["status"] == "unconfirmed" and "answer never came" in " ".join(first[0]["problems"])
     assert replayed["status"] == "already_sent"
     assert [m["Message-ID"] for m in smtp.messages] == [first[0]["message_id"]]  # delivered once, never again
-    assert sent_flags(account) == [{b"\\Seen", UNCONFIRMED}]
-
-
-async def test_a_cut_right_after_the_sends_claim_is_released_and_sent_once(account: Account) -> None:
-    """The claim is filed, then the connection drops: not `being_sent` for ever, no record of a send that never was."""
-    with CaptureSMTP(auth=(account.username, account.password)) as smtp, through_proxy(account) as proxy:
-        proxy.inject(Fault(b"] Append completed", "cut"))
-        imap = proxied(account, proxy)
-        pool = ImapPool(imap)
-        settings = dataclasses.replace(load_settings(account.env(**smtp.env(), SMTP_FROM=SENDER)), imap=imap)
-
-        def lost(result: Any) -> None:
-            assert "lost" in error_text(result) and smtp.messages == []
-            assert sent_flags(account) == [{b"\\Seen", SENDING}]  # the dead attempt's claim
-
-        sent = await _answer_twice_then_until(build_server(settings, pool=pool), lost, "being_sent")
-        pool.close_all()
-    assert sent["status"] == "sent"
-    assert [m["Message-ID"] for m in smtp.messages] == [sent["message_id"]]
-    assert sent_flags(account) == [{b"\\Seen"}]  # one true record, the stale claim removed
+    assert sent_flags(account) == [{b"\\Seen"}]  # the copy, for the person: the ledger is the record
 
 
 # --- the census: each change tool under each kind of fault, then replayed until it settles ---

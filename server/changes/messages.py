@@ -139,15 +139,39 @@ def open_source(client: IMAPClient, messages: MessageSelection, readonly: bool) 
     """Select (or EXAMINE) the messages' mailbox; its UIDVALIDITY, or `StaleMessageId` if it changed."""
     if readonly:
         uidvalidity = examine(client, messages.mailbox).uidvalidity
-    else:
-        try:
-            uidvalidity = int(client.select_folder(messages.mailbox)[b"UIDVALIDITY"])
-        except imaplib.IMAP4.error:
-            raise NoSuchMailbox(
-                f"Mailbox {messages.mailbox!r} cannot be opened for changes; check the name with list_mailboxes."
-            ) from None
+        check_selection(messages, uidvalidity)
+        return uidvalidity
+    return select_source(client, messages).uidvalidity
+
+
+@dataclass(frozen=True)
+class Selected:
+    """A mailbox selected read-write: its UIDVALIDITY and the flags it says it keeps (PERMANENTFLAGS; None when
+    it did not say, which RFC 3501 reads as every flag)."""
+
+    uidvalidity: int
+    permanent_flags: frozenset[bytes] | None
+
+    def keeps(self, flag: bytes) -> bool:
+        """Whether the mailbox says it keeps `flag` (a keyword: by name, or any with `\\*`); case-insensitive."""
+        if self.permanent_flags is None:
+            return True
+        known = {f.lower() for f in self.permanent_flags}
+        return flag.lower() in known or (not flag.startswith(b"\\") and b"\\*" in known)
+
+
+def select_source(client: IMAPClient, messages: MessageSelection) -> Selected:
+    """SELECT the messages' mailbox read-write; `StaleMessageId` if its UIDVALIDITY changed."""
+    try:
+        response = client.select_folder(messages.mailbox)
+    except imaplib.IMAP4.error:
+        raise NoSuchMailbox(
+            f"Mailbox {messages.mailbox!r} cannot be opened for changes; check the name with list_mailboxes."
+        ) from None
+    uidvalidity = int(response[b"UIDVALIDITY"])
     check_selection(messages, uidvalidity)
-    return uidvalidity
+    permanent = response.get(b"PERMANENTFLAGS")
+    return Selected(uidvalidity, frozenset(permanent) if permanent is not None else None)
 
 
 def uidvalidity_of(client: IMAPClient, mailbox: str) -> int:

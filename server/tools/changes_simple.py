@@ -28,6 +28,8 @@ from imap_mcp.server.tools.errors import on_mailbox, refusals
 from imap_mcp.server.tools.queries import Query
 
 SYSTEM_FLAGS = {"\\seen": "\\Seen", "\\flagged": "\\Flagged", "\\answered": "\\Answered"}
+#: the keywords imap-mcp sets for itself (`$ImapMcpListed`: list_new_messages' last look); no tool sets or clears one
+OWN_KEYWORD_PREFIX = "$imapmcp"
 #: an IMAP keyword: an atom without specials (RFC 3501), at most 64 characters
 _KEYWORD = re.compile(r"[A-Za-z0-9$_.+\-&']{1,64}")
 
@@ -42,6 +44,8 @@ def checked_flag(raw: str) -> str:
         return SYSTEM_FLAGS[raw.lower()]
     if not _KEYWORD.fullmatch(raw):
         raise ValueError(f"{raw!r} is not a valid keyword: use letters, digits and $_.-+&' (at most 64).")
+    if raw.lower().startswith(OWN_KEYWORD_PREFIX):
+        raise ValueError(f"{raw!r} is one of imap-mcp's own keywords ($ImapMcp…), which no tool sets or clears.")
     return raw
 
 
@@ -54,8 +58,13 @@ class FlagsChanged(BaseModel):
         description=f"Ids whose messages no longer exist; nothing happened to them (at most {LISTED_IDS_MAX}: see "
         "missing_count and rest)."
     )
-    added: list[str]
-    removed: list[str]
+    added: list[str] = Field(description="Flags asked to be added that every changed message now has (read back).")
+    removed: list[str] = Field(description="Flags asked to be removed that no changed message has now (read back).")
+    not_kept: list[str] = Field(
+        default_factory=list,
+        description="Flags the server did not keep as asked on at least one message: an added flag it dropped, or a "
+        "removed one still there. Never reported as added or removed.",
+    )
     count: int = Field(default=0, description="How many messages' flags were changed (exact).")
     missing_count: int = Field(default=0, description="How many messages no longer existed (exact).")
     rest: str | None = Field(
@@ -78,6 +87,11 @@ def _flags_rest(mailbox: str, done: tuple[int, ...], missing: tuple[int, ...]) -
 class DraftSaved(BaseModel):
     mailbox: str = Field(description="The Drafts mailbox the draft was saved in.")
     id: str | None = Field(description="The draft's message id (null if the server did not report its UID).")
+    flags: list[str] = Field(
+        default_factory=list,
+        description="The flags the saved draft has, as read back (\\Draft marks it a draft in mail clients; empty when "
+        "the draft could not be found again).",
+    )
 
 
 def register(mcp: MCPServer, pool: ImapPool) -> None:
@@ -117,8 +131,9 @@ def register(mcp: MCPServer, pool: ImapPool) -> None:
         return FlagsChanged(
             ids=as_ids(listed(report.done)),
             missing_ids=as_ids(listed(report.missing)),
-            added=add,
-            removed=remove,
+            added=list(report.added),
+            removed=list(report.removed),
+            not_kept=list(report.not_kept),
             count=len(report.done),
             missing_count=len(report.missing),
             rest=_flags_rest(messages.mailbox, report.done, report.missing),
@@ -146,4 +161,4 @@ def register(mcp: MCPServer, pool: ImapPool) -> None:
             if saved.uid and saved.uidvalidity is not None
             else None
         )
-        return DraftSaved(mailbox=saved.mailbox, id=draft_id)
+        return DraftSaved(mailbox=saved.mailbox, id=draft_id, flags=sorted(f.decode() for f in saved.flags))

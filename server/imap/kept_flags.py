@@ -1,0 +1,80 @@
+"""What the server kept: flags read back after an APPEND or a STORE, never the request echoed.
+
+A server may take a keyword in APPEND or STORE and keep nothing (PERMANENTFLAGS without `\\*`
+and without the keyword), or ignore APPEND's flags altogether (GNU Mailutils). So what a tool
+reports as set is what a FETCH FLAGS finds afterwards.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from imapclient import IMAPClient
+
+from imap_mcp.server.imap.connection import append
+from imap_mcp.server.imap.fetch import fetch
+
+#: a session flag the server sets by itself; never reported as kept or missing
+RECENT = b"\\Recent"
+_APPENDUID = re.compile(rb"\[APPENDUID (\d+) (\d+)\]")
+
+
+@dataclass(frozen=True)
+class Appended:
+    """Where an APPEND put the message and the flags it has now; `uid` None when the server did not say
+    and the message could not be found again (then `flags` is empty: nothing could be read back)."""
+
+    mailbox: str
+    uidvalidity: int
+    uid: int | None
+    flags: frozenset[bytes]
+
+    def kept(self, flag: bytes) -> bool:
+        return flag in self.flags
+
+
+def read_flags(client: IMAPClient, uids: Iterable[int]) -> dict[int, frozenset[bytes]]:
+    """The flags of `uids` in the selected mailbox, as the server answers now (unsolicited FETCHes ignored)."""
+    wanted = sorted(set(uids))
+    if not wanted:
+        return {}
+    fetched = fetch(client, wanted, ["FLAGS"]).items()
+    return {uid: frozenset(data[b"FLAGS"]) - {RECENT} for uid, data in fetched if b"FLAGS" in data}
+
+
+def append_and_read_back(
+    client: IMAPClient,
+    mailbox: str,
+    message: bytes,
+    flags: Sequence[bytes],
+    when: dt.datetime | None = None,
+    message_id: str | None = None,
+) -> Appended:
+    """APPEND `message` with `flags`, then read back what it has; flags the APPEND did not set are stored once
+    more the ordinary way (some servers ignore APPEND's flags). Leaves `mailbox` selected read-write.
+
+    The new message is found by APPENDUID (UIDPLUS), else by its `message_id` (the highest UID with it).
+    """
+    response = append(client, mailbox, message, tuple(flags), when)
+    uidvalidity = int(client.select_folder(mailbox)[b"UIDVALIDITY"])
+    uid = _appended_uid(client, response, uidvalidity, message_id)
+    if uid is None:
+        return Appended(mailbox, uidvalidity, None, frozenset())
+    kept = read_flags(client, [uid]).get(uid, frozenset())
+    missing = [flag for flag in flags if flag not in kept]
+    if missing:
+        client.add_flags([uid], missing, silent=True)
+        kept = read_flags(client, [uid]).get(uid, frozenset())
+    return Appended(mailbox, uidvalidity, uid, kept)
+
+
+def _appended_uid(client: IMAPClient, response: object, uidvalidity: int, message_id: str | None) -> int | None:
+    found = _APPENDUID.search(response if isinstance(response, bytes) else b"")
+    if found is not None and int(found.group(1)) == uidvalidity:
+        return int(found.group(2))
+    if message_id is None:
+        return None
+    return max(client.search(["HEADER", "Message-ID", message_id]), default=None)

@@ -1,0 +1,308 @@
+"""Sending an approved message exactly once: the approval ledger decides, SMTP sends, Sent keeps a copy.
+
+Every replay of an approved call (a client or gateway retrying, two replicas answering the same
+retry, a confirm_token used again) carries the same approval, hence the same ledger key and the
+same Message-ID (`compose.message_id_for`). The ledger (`store.ledger`, in `IMAP_MCP_STORE`) lets
+exactly one attempt hand the message to SMTP:
+
+1. `begin`: the first attempt holds the approval; any other finds the row and sends nothing —
+   `already_sent` once it is done, `being_sent` while an attempt is at it.
+2. `handing_over`, written just before SMTP: from then on the message may have left, so no attempt
+   ever sends it again, even when the one that wrote it died (it is then reported as probably sent).
+3. `done` after SMTP took it, `unconfirmed` when SMTP's answer was lost after the whole message went
+   out; a send SMTP refused releases the row, so a replay of the same approval sends it.
+
+No decision rests on the mailbox: a keyword can be set by any tool caller or mail client, and a
+server may take one and keep nothing. The Sent copy is filed after the send, for the person, and
+what the server kept of it (`\\Seen`) is read back. A pushed dialog (2025-11-25) carries nothing to
+replay: a repeated call asks the person again.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from dataclasses import dataclass, field
+from email.message import EmailMessage
+from typing import Literal
+
+import anyio.to_thread
+from pydantic import BaseModel, Field
+
+from imap_mcp.server.config import SmtpSettings
+from imap_mcp.server.errors import ImapMcpError
+from imap_mcp.server.imap.message_ids import MessageRef
+from imap_mcp.server.imap.pool import ImapPool
+from imap_mcp.server.logs import get_logger
+from imap_mcp.server.outgoing.compose import Draft, build_message, check_buildable, message_id_for, wire_bytes
+from imap_mcp.server.outgoing.sent_mailbox import SEEN, file_sent_copy, mark_answered, sent_mailbox
+from imap_mcp.server.outgoing.smtp import SendFailed, SendOutcomeUnknown, send
+from imap_mcp.server.store.ledger import Begun, Entry, Ledger, approval_key, ledger_at
+
+Approver = Literal["dialog", "push", "token"]
+#: a row `running` this many times IMAP_TIMEOUT is an attempt that died before handing anything to SMTP
+RUNNING_LIFETIME_PER_TIMEOUT = 2
+UNCONFIRMED_EARLIER = (
+    "An earlier attempt handed it to the SMTP server but never got the answer, so it was probably sent; it is not "
+    "sent again."
+)
+STOPPED_EARLIER = (
+    "An earlier attempt began handing it to the SMTP server and stopped before it could record the outcome, so it "
+    "may have been sent; it is not sent again."
+)
+
+
+class SendResult(BaseModel):
+    status: Literal["sent", "unconfirmed", "already_sent", "being_sent", "confirmation_required"] = Field(
+        description="sent: the message left now; unconfirmed: the whole message went to the SMTP server but its "
+        "answer was lost, so it was probably sent and is not sent again by repeating the call; already_sent: this "
+        "approved message had been sent before (or may have been: see problems), nothing more was sent; "
+        "being_sent: another attempt of this same approved call is sending it right now, this one sent nothing; "
+        "confirmation_required: nothing was sent, repeat the call with confirm_token."
+    )
+    message_id: str | None = Field(description="The Message-ID header of the message (null until approved).")
+    recipients: int = Field(description="How many addresses (to, cc and bcc) the message was for.")
+    refused: dict[str, str] = Field(
+        default_factory=dict, description="Recipients the SMTP server refused (address: its answer); the rest got it."
+    )
+    saved_to_sent: bool = Field(
+        default=False,
+        description="Whether this call filed a copy in the Sent mailbox and the server kept it marked read.",
+    )
+    answered: bool | None = Field(
+        default=None, description="For a reply: whether the server kept the original marked answered."
+    )
+    problems: list[str] = Field(
+        default_factory=list,
+        description="Follow-up steps that failed without changing the status: filing the Sent copy, marking the "
+        "original answered, recording the outcome.",
+    )
+    approved_by: Approver | None = Field(
+        default=None,
+        description="How a person approved it: a dialog (2026-07-28), a pushed dialog (2025-11-25), "
+        "or the two-call token.",
+    )
+    confirm_token: str | None = Field(default=None, description="Pass this back to send (token path).")
+
+
+@dataclass(frozen=True)
+class Approved:
+    """What the guard said yes to, as the sender needs it: which tool, how, and the approval's evidence (the
+    same bytes on every replay of one approval; fresh bytes for a pushed dialog)."""
+
+    tool: str
+    evidence: bytes
+    approved_by: Approver
+
+
+@dataclass(frozen=True)
+class _Attempt:
+    """The message of one approval, built once, and where its copy goes (`sent_box` None: no copy)."""
+
+    message_id: str
+    message: EmailMessage
+    wire: bytes
+    when: dt.datetime
+    envelope: list[str]
+    sent_box: str | None
+
+
+@dataclass
+class Sender:
+    """Sends approved drafts for one account through its pool, its SMTP settings and the ledger in `store_url`."""
+
+    pool: ImapPool
+    smtp: SmtpSettings
+    store_url: str
+    running_lifetime: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.running_lifetime = RUNNING_LIFETIME_PER_TIMEOUT * self.pool.settings.timeout
+
+    @property
+    def account(self) -> str:
+        return self.pool.settings.account
+
+    async def before_asking(self, draft: Draft, save_to_sent: bool) -> str | None:
+        """Everything that can refuse a send before a person is asked: the Sent mailbox (when a copy is wanted;
+        its name is returned), the ledger's store, and whether the draft can be written as mail."""
+        sent_box = await self.pool.run(sent_mailbox) if save_to_sent else None
+        await anyio.to_thread.run_sync(self._ledger)
+        await anyio.to_thread.run_sync(check_buildable, draft)  # in a thread: linear in the body
+        return sent_box
+
+    def _ledger(self) -> Ledger:
+        return ledger_at(self.store_url)
+
+    async def send(
+        self, draft: Draft, original: MessageRef | None, sent_box: str | None, approved: Approved
+    ) -> SendResult:
+        """Send `draft` once for this approval, however often and wherever the approval is replayed."""
+        message_id = message_id_for(approved.evidence, draft.sender)
+        key = approval_key(self.account, approved.tool, approved.evidence.hex())
+        ledger = await anyio.to_thread.run_sync(self._ledger)
+        begun = await anyio.to_thread.run_sync(ledger.begin, key, self.account, approved.tool, self.running_lifetime)
+        if not begun.owned:
+            return self._held_back(begun, message_id, len(draft.recipients.everyone))
+        holder = begun.holder
+        assert holder is not None
+        attempt = await anyio.to_thread.run_sync(_attempt, draft, message_id, sent_box)
+        try:
+            handing_over = await anyio.to_thread.run_sync(ledger.advance, key, holder, "handing_over")
+        except ImapMcpError:
+            await self._release(ledger, key, holder)
+            raise
+        if not handing_over:  # another attempt took over a row it judged dead: it sends
+            return SendResult(status="being_sent", message_id=message_id, recipients=len(attempt.envelope))
+        result = await self._hand_over(ledger, key, holder, attempt, approved.approved_by)
+        if attempt.sent_box is not None:
+            await self._file_copy(attempt, attempt.sent_box, result)
+        if original is not None and result.status == "sent":
+            result.answered = await self._mark_answered(original, result)
+        get_logger().info(
+            "sent: %s message_id=%s status=%s recipients=%d refused=%d approved_by=%s",
+            approved.tool,
+            message_id,
+            result.status,
+            len(attempt.envelope),
+            len(result.refused),
+            approved.approved_by,
+        )
+        return result
+
+    async def _hand_over(
+        self, ledger: Ledger, key: str, holder: str, attempt: _Attempt, approved_by: Approver
+    ) -> SendResult:
+        """SMTP, then the ledger's record of the outcome; a refusal releases the approval for a retry."""
+        try:
+            refused = await anyio.to_thread.run_sync(send, self.smtp, attempt.message, attempt.envelope)
+        except SendOutcomeUnknown as exc:
+            result = SendResult(
+                status="unconfirmed",
+                message_id=attempt.message_id,
+                recipients=len(attempt.envelope),
+                approved_by=approved_by,
+                problems=[str(exc)],
+            )
+            await self._record(ledger, key, holder, "unconfirmed", result)
+            return result
+        except SendFailed:
+            await self._release(ledger, key, holder)
+            raise
+        result = SendResult(
+            status="sent",
+            message_id=attempt.message_id,
+            recipients=len(attempt.envelope),
+            refused=refused,
+            approved_by=approved_by,
+        )
+        await self._record(ledger, key, holder, "done", result)
+        return result
+
+    async def _record(
+        self, ledger: Ledger, key: str, holder: str, state: Literal["done", "unconfirmed"], result: SendResult
+    ) -> None:
+        """Record the outcome; a store failure now is a problem to report, never a reason to say nothing was sent
+        (the row stays `handing_over`, so no replay sends it again)."""
+        outcome = {"message_id": result.message_id, "status": result.status}
+        try:
+            await anyio.to_thread.run_sync(ledger.advance, key, holder, state, outcome)
+        except ImapMcpError as exc:
+            result.problems.append(
+                f"Recording the outcome in the store failed ({exc}); a repeated call still sends nothing more."
+            )
+
+    @staticmethod
+    async def _release(ledger: Ledger, key: str, holder: str) -> None:
+        """Nothing left: let a replay of the approval send it. A store failure here only delays that replay
+        (the row is taken over once it is older than its lifetime)."""
+        try:
+            await anyio.to_thread.run_sync(ledger.release, key, holder)
+        except ImapMcpError as exc:
+            get_logger().warning("approval ledger: releasing an unsent approval failed (%s)", exc)
+
+    def _held_back(self, begun: Begun, message_id: str, recipients: int) -> SendResult:
+        """Another attempt of this approval sent the message, or is sending it: this one sends nothing."""
+        entry = begun.entry
+        assert entry is not None
+        problems = _earlier_problem(entry, self._stopped_after())
+        in_progress = entry.state == "running" or (entry.state == "handing_over" and not problems)
+        return SendResult(
+            status="being_sent" if in_progress else "already_sent",
+            message_id=message_id,
+            recipients=recipients,
+            problems=problems,
+        )
+
+    def _stopped_after(self) -> float:
+        """How old a `handing_over` row must be before its attempt surely stopped: the claim's lifetime and
+        twice SMTP's timeout, the longest a hand-over can take."""
+        return self.running_lifetime + 2 * self.smtp.timeout
+
+    async def _file_copy(self, attempt: _Attempt, sent_box: str, result: SendResult) -> None:
+        """File the copy in Sent after the send, read back; a failure is a problem, not a failed send."""
+        try:
+            filed = await self.pool.run(
+                lambda c: file_sent_copy(c, sent_box, attempt.wire, attempt.when, attempt.message_id), retry=False
+            )
+        except ImapMcpError as exc:
+            result.problems.append(f"The message was sent, but filing its copy in {sent_box!r} failed: {exc}")
+            return
+        result.saved_to_sent = filed.uid is not None and filed.kept(SEEN)
+        if filed.uid is None:
+            result.problems.append(f"The copy was filed in {sent_box!r}, but the server did not say where.")
+        elif not filed.kept(SEEN):
+            result.problems.append(f"The copy in {sent_box!r} was filed, but the server did not keep it marked read.")
+
+    async def _mark_answered(self, original: MessageRef, result: SendResult) -> bool:
+        try:
+            kept = await self.pool.run(lambda c: mark_answered(c, original))
+        except ImapMcpError as exc:
+            result.problems.append(f"The reply was sent, but marking the original as answered failed: {exc}")
+            return False
+        if not kept:
+            result.problems.append("The reply was sent, but the server did not keep the original marked answered.")
+        return kept
+
+
+def _earlier_problem(entry: Entry, stopped_after: float) -> list[str]:
+    """What a held-back call says of the earlier attempt, when it may not have been a clean send."""
+    if entry.state == "unconfirmed":
+        return [UNCONFIRMED_EARLIER]
+    if entry.state == "handing_over" and entry.age(time.time()) > stopped_after:
+        return [STOPPED_EARLIER]
+    return []
+
+
+def _attempt(draft: Draft, message_id: str, sent_box: str | None) -> _Attempt:
+    when = dt.datetime.now(dt.UTC)
+    message = build_message(draft, message_id, when)
+    return _Attempt(
+        message_id=message_id,
+        message=message,
+        wire=wire_bytes(message),
+        when=when,
+        envelope=[a.addr_spec for a in draft.recipients.everyone],
+        sent_box=sent_box,
+    )
+
+
+def describe(summary: str, result: SendResult) -> str:
+    """The text of a send's result, written for the model."""
+    if result.status == "sent":
+        text = f"Sent ({result.approved_by}): {summary}. Message-ID {result.message_id}."
+        if result.refused:
+            text += f" The SMTP server refused {len(result.refused)} recipient(s): " + ", ".join(result.refused) + "."
+        if result.saved_to_sent:
+            text += " A copy is in the Sent mailbox."
+    elif result.status == "unconfirmed":
+        text = f"Probably sent, but the SMTP server's answer was lost: {summary}."
+    elif result.status == "already_sent":
+        text = f"Already sent earlier, nothing more was sent: {summary}."
+    else:
+        text = (
+            f"Another attempt of this same approved call is sending it right now; this one sent nothing: {summary}. "
+            "Call again to learn the outcome: it answers already_sent once the message is out, and sends it if "
+            "that attempt failed."
+        )
+    return " ".join([text, *result.problems])

@@ -1,0 +1,214 @@
+"""One approval, one delivery, whoever writes the keywords: the approval ledger decides, not the mailbox.
+
+Each test counts deliveries at the SMTP listener. The attacks are those of issue #25: a caller
+forging the keyword of the old Sent-copy record with tools that ask no one, a server that takes
+keywords and keeps none, replays at once, after the claim's lifetime and after a cut, and two
+replicas answering the same approval at the same moment (sharing a SQLite store, or PostgreSQL).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import time
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import anyio
+import pytest
+from fault_proxy import Fault, FaultProxy
+from harness import Account, Person, error_text, http_server, served, structured
+from keyword_dropping import KeywordDroppingServer
+from mcp import Client
+from mcp.types import CallToolResult, ElicitResult, InputRequiredResult
+from postgres import PrivatePostgres
+from smtp_capture import SENDER, CaptureSMTP, Gate
+
+from imap_mcp.server.config import Settings, load_settings
+
+pytestmark = pytest.mark.anyio
+
+MESSAGE: dict[str, Any] = {"to": ["alice@example.com"], "subject": "Lunch on Friday", "body": "Friday at noon?\n"}
+YES = {"approval": ElicitResult(action="accept", content={"approve": True})}
+#: IMAP_TIMEOUT in these tests: an attempt `running` for twice this long is taken for dead
+TIMEOUT = 1.0
+#: what the old record relied on: a Sent copy marked with these keywords was an attempt in flight
+FORGED = [b"$ImapMcpSending", b"$ImapMcpHandedOver"]
+
+
+def sent_message_uids(account: Account, message_id: str) -> list[int]:
+    client = account.imap()
+    try:
+        client.select_folder("Sent", readonly=True)
+        return list(client.search(["HEADER", "Message-ID", message_id]))
+    finally:
+        client.logout()
+
+
+def forge_keywords_on(account: Account, message_id: str) -> None:
+    """What another mail client of the same person (or any tool that sets keywords) could do to the Sent copy."""
+    client = account.imap()
+    try:
+        client.select_folder("Sent")
+        uids = client.search(["HEADER", "Message-ID", message_id])
+        client.add_flags(uids, FORGED)
+        assert all(set(FORGED) <= set(flags) for flags in client.get_flags(uids).values())
+    finally:
+        client.logout()
+
+
+def past_the_claims_lifetime() -> None:
+    """Let every claim the old record would have honoured expire (twice IMAP_TIMEOUT, and a margin)."""
+    time.sleep(2 * TIMEOUT + 0.5)
+
+
+@contextlib.asynccontextmanager
+async def approved(settings: Settings) -> AsyncIterator[Any]:
+    """A 2026-07-28 client whose person approved MESSAGE once; yields `answer()`, the approved retry, to replay."""
+    async with served(settings, mode="2026-07-28", elicitation_callback=Person()) as client:
+        asked = await client.session.call_tool("send_message", MESSAGE, allow_input_required=True)
+        assert isinstance(asked, InputRequiredResult)
+
+        async def answer() -> CallToolResult:
+            return await client.session.call_tool(
+                "send_message", MESSAGE, input_responses=YES, request_state=asked.request_state
+            )
+
+        yield answer
+
+
+async def test_a_forged_sending_keyword_and_a_replay_after_the_claims_lifetime_deliver_nothing_more(
+    account: Account,
+) -> None:
+    """Issue #25's attack: find the Sent copy, mark it as an attempt in flight, wait, replay the approval."""
+    with CaptureSMTP(auth=(account.username, account.password)) as smtp:
+        settings = load_settings(account.env(**smtp.env(), SMTP_FROM=SENDER, IMAP_TIMEOUT=str(TIMEOUT)))
+        async with approved(settings) as answer:
+            sent = structured(await answer())
+            async with served(settings, mode="2026-07-28") as caller:
+                found = structured(await caller.call_tool("search_messages", {"mailbox": "Sent"}))
+                [copy] = [m["id"] for m in found["messages"] if m["subject"] == MESSAGE["subject"]]
+                tried = await caller.call_tool("set_message_flags", {"ids": [copy], "add": ["$ImapMcpSending"]})
+                assert "imap-mcp's own keywords" in error_text(tried)
+            forge_keywords_on(account, sent["message_id"])
+            past_the_claims_lifetime()
+            replayed = structured(await answer())
+    assert (sent["status"], replayed["status"]) == ("sent", "already_sent")
+    assert [m["Message-ID"] for m in smtp.messages] == [sent["message_id"]]
+    assert len(sent_message_uids(account, sent["message_id"])) == 1
+
+
+@contextlib.contextmanager
+def keyword_dropping(account: Account, smtp: CaptureSMTP, **env: str) -> Iterator[Settings]:
+    """Settings that reach the account through a server that takes keywords and keeps none."""
+    with KeywordDroppingServer(account.dovecot.port) as server:
+        reach = {**smtp.env(), "SMTP_FROM": SENDER, "IMAP_TIMEOUT": str(TIMEOUT), **env}
+        settings = load_settings(account.env(**reach))
+        yield dataclasses.replace(settings, imap=dataclasses.replace(account.imap_settings("none"), port=server.port))
+
+
+@pytest.mark.parametrize("replayed", ["at-once", "after-the-claims-lifetime"])
+async def test_on_a_server_that_keeps_no_keyword_a_replay_delivers_nothing_more(
+    account: Account, replayed: str
+) -> None:
+    with CaptureSMTP(auth=(account.username, account.password)) as smtp, keyword_dropping(account, smtp) as settings:
+        async with approved(settings) as answer:
+            sent = structured(await answer())
+            if replayed == "after-the-claims-lifetime":
+                past_the_claims_lifetime()
+            again = structured(await answer())
+    assert (sent["status"], again["status"]) == ("sent", "already_sent")
+    assert [m["Message-ID"] for m in smtp.messages] == [sent["message_id"]]
+    assert sent["saved_to_sent"] and len(sent_message_uids(account, sent["message_id"])) == 1
+
+
+async def test_on_a_server_that_keeps_no_keyword_a_lost_smtp_answer_is_not_sent_again(account: Account) -> None:
+    """The proxy holds everything the SMTP server says after its go-ahead for the data: its 250 never arrives."""
+    with CaptureSMTP(auth=(account.username, account.password)) as smtp, FaultProxy(smtp.port) as proxy:
+        proxy.inject(Fault(b"354 End data with <CR><LF>.<CR><LF>\r\n", "stall"))
+        with keyword_dropping(account, smtp, SMTP_PORT=str(proxy.port), SMTP_TIMEOUT="2") as settings:
+            async with approved(settings) as answer:
+                first = structured(await answer())
+                past_the_claims_lifetime()
+                again = structured(await answer())
+    assert first["status"] == "unconfirmed"
+    assert again["status"] == "already_sent" and "probably sent" in " ".join(again["problems"])
+    assert [m["Message-ID"] for m in smtp.messages] == [first["message_id"]]
+
+
+async def test_a_cut_while_filing_the_sent_copy_reports_the_send_and_a_replay_delivers_nothing_more(
+    account: Account,
+) -> None:
+    """The message went out; the connection drops on the way to Sent: the send is still reported, once."""
+    with (
+        CaptureSMTP(auth=(account.username, account.password)) as smtp,
+        keyword_dropping(account, smtp) as dropping,
+        FaultProxy(dropping.imap.port) as proxy,
+    ):
+        proxy.inject(Fault(b"APPEND", "cut", direction="to_server"))
+        settings = dataclasses.replace(dropping, imap=dataclasses.replace(dropping.imap, port=proxy.port))
+        async with approved(settings) as answer:
+            first = structured(await answer())
+            again = structured(await answer())
+    assert first["status"] == "sent" and not first["saved_to_sent"]
+    assert "filing its copy" in " ".join(first["problems"])
+    assert again["status"] == "already_sent"
+    assert [m["Message-ID"] for m in smtp.messages] == [first["message_id"]]
+
+
+async def test_a_failed_send_is_released_so_a_replay_after_the_claims_lifetime_sends_it_once(
+    account: Account,
+) -> None:
+    with CaptureSMTP(fail_data_code=451) as flaky, keyword_dropping(account, flaky) as settings:
+        async with approved(settings) as answer:
+            assert "did not take the message (451" in error_text(await answer())
+            flaky.fail_data_code = None
+            past_the_claims_lifetime()
+            sent = structured(await answer())
+            again = structured(await answer())
+    assert (sent["status"], again["status"]) == ("sent", "already_sent")
+    assert [m["Message-ID"] for m in flaky.messages] == [sent["message_id"]]
+
+
+# --- two replicas, one approval, answered on both at the same moment ------------------------------------------
+
+SHARED_SEAL_KEYS = "replica-key-" + "r" * 40
+
+
+@pytest.mark.parametrize("store", ["sqlite", "postgresql"])
+async def test_two_replicas_answering_one_approval_at_once_deliver_it_once(
+    account: Account, store: str, request: pytest.FixtureRequest
+) -> None:
+    """Both replicas get the approved retry while the first is still at SMTP's DATA (the gate holds it)."""
+    shared = {"IMAP_MCP_SEAL_KEYS": SHARED_SEAL_KEYS}
+    if store == "postgresql":
+        cluster: PrivatePostgres = request.getfixturevalue("postgres")
+        shared["IMAP_MCP_STORE"] = cluster.new_database()
+    gate = Gate(2)
+    with CaptureSMTP(auth=(account.username, account.password), gate=gate) as smtp:
+        env = account.env(**smtp.env(), SMTP_FROM=SENDER, **shared)
+        with http_server(env) as first_url, http_server(env) as second_url:
+            async with (
+                Client(first_url, mode="2026-07-28", elicitation_callback=Person()) as first,
+                Client(second_url, mode="2026-07-28", elicitation_callback=Person()) as second,
+            ):
+                asked = await first.session.call_tool("send_message", MESSAGE, allow_input_required=True)
+                assert isinstance(asked, InputRequiredResult)
+                results: list[dict[str, Any]] = []
+
+                async def answer_on(replica: Client) -> None:
+                    try:
+                        result = await replica.session.call_tool(
+                            "send_message", MESSAGE, input_responses=YES, request_state=asked.request_state
+                        )
+                        results.append(structured(result))
+                    finally:
+                        gate.returned()
+
+                with anyio.fail_after(60):
+                    async with anyio.create_task_group() as group:
+                        group.start_soon(answer_on, first)
+                        group.start_soon(answer_on, second)
+    assert sorted(r["status"] for r in results) == ["being_sent", "sent"]
+    [message] = smtp.messages
+    assert {r["message_id"] for r in results} == {message["Message-ID"]}
