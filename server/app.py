@@ -34,8 +34,6 @@ INSTRUCTIONS = (
     "moving, sending) are confirmed by a person before they run."
 )
 TOOL_MODULES = (mailboxes, changes_simple, new_messages)
-#: tools that ask a person first: `register(mcp, pool, guard)`
-GUARDED_TOOL_MODULES = (changes, changes_mailbox)
 
 
 def server_version() -> str:
@@ -73,8 +71,8 @@ def build_server(
     for module in TOOL_MODULES:
         module.register(mcp, pool)
     reading.register(mcp, pool, settings.download_dir)
-    for guarded in GUARDED_TOOL_MODULES:
-        guarded.register(mcp, pool, guard)
+    changes.register(mcp, pool, guard, settings.webhooks.store_url)
+    changes_mailbox.register(mcp, pool, guard)
     sending.register(mcp, pool, guard, settings.smtp, settings.webhooks.store_url)
     server_info.register(mcp, account, pool, guard)
     webhooks.register(mcp, settings.webhooks, settings.imap.account)

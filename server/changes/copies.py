@@ -14,14 +14,17 @@ exactly.
 
 from __future__ import annotations
 
+import imaplib
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from email.parser import BytesHeaderParser
 from email.policy import compat32
 
 from imapclient import IMAPClient
 
+from imap_mcp.server.imap.failures import server_text
 from imap_mcp.server.imap.fetch import fetch
-from imap_mcp.server.imap.pool import examine
+from imap_mcp.server.imap.pool import NoSuchMailbox, examine
 
 MESSAGE_ID_ITEM = "BODY.PEEK[HEADER.FIELDS (MESSAGE-ID)]"
 #: at most this many Message-IDs, and about this many bytes of them, per SEARCH command
@@ -42,10 +45,14 @@ def already_copied(client: IMAPClient, uids: Iterable[int], destination: str, ab
     return {uid for uid, message_id in by_uid.items() if message_id in held}
 
 
-def message_ids_of(client: IMAPClient, uids: Iterable[int]) -> dict[int, str]:
-    """The Message-ID of each of `uids` in the selected mailbox, for those that have a searchable one."""
+def message_ids_of(client: IMAPClient, uids: Iterable[int], present: set[int] | None = None) -> dict[int, str]:
+    """The Message-ID of each of `uids` in the selected mailbox, for those that have a searchable one; every
+    UID the server answered for (the messages that exist) is added to `present`, when given."""
     found: dict[int, str] = {}
-    for uid, data in fetch(client, sorted(set(uids)), [MESSAGE_ID_ITEM]).items():
+    fetched = fetch(client, sorted(set(uids)), [MESSAGE_ID_ITEM])
+    if present is not None:
+        present.update(fetched)
+    for uid, data in fetched.items():
         raw = next((v for k, v in data.items() if k.startswith(b"BODY[HEADER.FIELDS")), b"")
         message_id = parse_message_id(raw if isinstance(raw, bytes) else b"")
         if message_id:
@@ -58,6 +65,29 @@ def parse_message_id(header_block: bytes) -> str | None:
     value = BytesHeaderParser(policy=compat32).parsebytes(header_block).get("Message-ID")
     text = " ".join(str(value).split()) if value is not None else ""
     return text if text and text.isascii() and text.isprintable() else None
+
+
+@dataclass(frozen=True)
+class Held:
+    """A destination examined for a copy: its UIDVALIDITY, and the source UIDs it holds by Message-ID."""
+
+    uidvalidity: int
+    uids: set[int]
+
+
+def held_in(client: IMAPClient, destination: str, by_message_id: dict[int, str]) -> Held:
+    """EXAMINE `destination` and find which of the source messages (`by_message_id`) it holds already."""
+    try:
+        response = client.select_folder(destination, readonly=True)
+    except imaplib.IMAP4.abort:
+        raise
+    except imaplib.IMAP4.error as exc:
+        raise NoSuchMailbox(
+            f"The mailbox {destination!r} does not exist or cannot hold messages ({server_text(exc)}); "
+            "list_mailboxes shows the names (create it first with manage_mailbox if you meant a new one)."
+        ) from None
+    held = held_message_ids(client, set(by_message_id.values())) if by_message_id else set()
+    return Held(int(response[b"UIDVALIDITY"]), {uid for uid, message_id in by_message_id.items() if message_id in held})
 
 
 def held_message_ids(client: IMAPClient, wanted: set[str], above: int = 0) -> set[str]:

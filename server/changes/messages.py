@@ -2,8 +2,11 @@
 
 Planning (`plan_message_change`) observes the mailbox's current state and returns the exact
 `PlannedMessageChange` a person is asked about (its `target` is what the approval is sealed
-to). Executing (`execute_message_change`) re-observes it and runs only if it is still that
-plan, so nothing acts on a mailbox that was re-created in between.
+to). The answer's call plans again, and its approval opens only for the plan it finds: so an
+approved change runs (`execute_message_change`) on a plan observed a moment earlier in the same
+call, without observing it once more; a source re-created in between is refused. A guarded
+change's answer costs few round trips: EXAMINE, one FETCH, the destination's STATUS, then
+SELECT and the change itself (`bench/guarded.py` counts them).
 
 Mailbox-side rules:
 - Move uses MOVE where offered; otherwise COPY, then `\\Deleted` + `UID EXPUNGE` of exactly the
@@ -16,9 +19,9 @@ Mailbox-side rules:
   already gone, or not yet given out) is left out of the plan, and a request none of whose
   UIDs exist is refused. UIDs are never reused within one UIDVALIDITY, so no approval, however
   replayed, can reach mail that arrives later.
-- UIDs gone by the time an approved change runs are reported as missing, so replaying an
-  executed approval does nothing; a replayed copy skips what it already copied
-  (`changes.copies`).
+- UIDs gone by the time an approved change runs are reported as missing, and what ran is read from
+  the server's own answers (COPYUID; the FETCH answers of the STORE before an expunge), never
+  taken from the request. A copy skips what the destination already holds (`changes.copies`).
 - A change into the mailbox it comes from is refused; INBOX is one mailbox in any case (RFC 3501).
 - Every UID set goes to the server compressed into ranges (`uid_sets.compress`).
 """
@@ -28,24 +31,26 @@ from __future__ import annotations
 import imaplib
 from collections.abc import Callable
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from imapclient import IMAPClient
+from imapclient.exceptions import IMAPClientError
 
 from imap_mcp.sealing import Scope, Target
-from imap_mcp.server.changes.claims import Standing, claim_message_id, contend, expunge_exactly, release, stake
-from imap_mcp.server.changes.copies import already_copied
+from imap_mcp.server.changes.copies import already_copied, held_in, message_ids_of
 from imap_mcp.server.errors import MailboxError
-from imap_mcp.server.imap.fetch import split_uid_set, take_response_codes
+from imap_mcp.server.imap.failures import server_text
+from imap_mcp.server.imap.fetch import add_flags_reporting, split_uid_set, take_response_codes
 from imap_mcp.server.imap.lookup import MessageSelection, check_selection
 from imap_mcp.server.imap.mailboxes import mailbox_with_role, missing_role_advice
 from imap_mcp.server.imap.message_ids import StaleMessageId
-from imap_mcp.server.imap.pool import NoSuchMailbox, examine
+from imap_mcp.server.imap.pool import NoSuchMailbox
 from imap_mcp.server.imap.uid_sets import compress, expand
 from imap_mcp.server.imap.uidvalidity import settle
 
 MessageOperation = Literal["trash", "delete_permanently", "move", "copy"]
+DELETED = b"\\Deleted"
 #: told (messages done, messages in all) after each batch of a change; answers whether to go on
 AfterBatch = Callable[[int, int], bool]
 #: messages per MOVE, COPY or UID EXPUNGE: progress is reported, and cancellation honoured, between batches
@@ -72,6 +77,11 @@ class PlannedMessageChange:
     uids: tuple[int, ...]
     destination: str | None = None
     destination_uidvalidity: int | None = None
+    #: not part of the approval: a move by COPY then EXPUNGE (no MOVE) puts its copies in the destination from this
+    #: UID on (its UIDNEXT when planned), which the approval ledger keeps for an attempt that finishes a dead one's
+    floor: int | None = field(default=None, compare=False)
+    #: not part of the approval: for a copy, those of `uids` whose Message-ID the destination holds (not copied)
+    already_present: tuple[int, ...] = field(default=(), compare=False)
 
     @property
     def target(self) -> Target:
@@ -138,9 +148,7 @@ def trash_mailbox(client: IMAPClient) -> str:
 def open_source(client: IMAPClient, messages: MessageSelection, readonly: bool) -> int:
     """Select (or EXAMINE) the messages' mailbox; its UIDVALIDITY, or `StaleMessageId` if it changed."""
     if readonly:
-        uidvalidity = examine(client, messages.mailbox).uidvalidity
-        check_selection(messages, uidvalidity)
-        return uidvalidity
+        return examine_source(client, messages)
     return select_source(client, messages).uidvalidity
 
 
@@ -174,18 +182,6 @@ def select_source(client: IMAPClient, messages: MessageSelection) -> Selected:
     return Selected(uidvalidity, frozenset(permanent) if permanent is not None else None)
 
 
-def uidvalidity_of(client: IMAPClient, mailbox: str) -> int:
-    try:
-        settle(client, mailbox)
-        status = client.folder_status(mailbox, [b"UIDVALIDITY"])
-    except imaplib.IMAP4.error as exc:  # what imapclient raises for a missing mailbox, too
-        raise NoSuchMailbox(
-            f"The mailbox {mailbox!r} does not exist or cannot hold messages; list_mailboxes shows the names "
-            "(create it first with manage_mailbox if you meant a new one)."
-        ) from exc
-    return int(status[b"UIDVALIDITY"])
-
-
 def same_mailbox(first: str, second: str) -> bool:
     """Whether two names name one mailbox: INBOX in any case (RFC 3501), every other name exactly."""
     return first == second or first.upper() == second.upper() == "INBOX"
@@ -203,8 +199,66 @@ def plan_message_change(
 
     The plan holds only those of the requested UIDs that exist now (see the module docstring).
     """
-    source_uidvalidity = open_source(client, selection, readonly=True)
-    uids = uids_to_ask_about(client, selection)
+    uidvalidity = examine_source(client, selection)
+    present, by_message_id = _present(client, selection, operation)
+    return plan_present(
+        client,
+        account,
+        replace(selection, uidvalidity=uidvalidity, uids=present),
+        operation,
+        destination,
+        by_message_id,
+    )
+
+
+def examine_source(client: IMAPClient, selection: MessageSelection) -> int:
+    """EXAMINE the selection's mailbox (read-only, one command); its UIDVALIDITY, `StaleMessageId` if it changed."""
+    try:
+        settle(client, selection.mailbox)
+        uidvalidity = int(client.select_folder(selection.mailbox, readonly=True)[b"UIDVALIDITY"])
+    except imaplib.IMAP4.abort:
+        raise  # the connection dropped: not a mailbox that cannot be opened
+    except IMAPClientError as exc:
+        raise NoSuchMailbox(
+            f"Mailbox {selection.mailbox!r} cannot be opened ({server_text(exc)}); check the name with "
+            "list_mailboxes and pass it exactly as listed."
+        ) from None
+    check_selection(selection, uidvalidity)
+    return uidvalidity
+
+
+def _present(
+    client: IMAPClient, selection: MessageSelection, operation: MessageOperation
+) -> tuple[tuple[int, ...], dict[int, str]]:
+    """Which of the selection's UIDs the examined mailbox holds (`ChangeRefused` when none), and for a copy their
+    Message-IDs, read by the same FETCH."""
+    present: set[int] = set()
+    by_message_id: dict[int, str] = {}
+    if operation == "copy":
+        by_message_id = message_ids_of(client, selection.uids, present)
+    else:
+        present = existing_uids(client, selection.uids)
+    if not present:
+        raise ChangeRefused(
+            f"None of these messages exist in {selection.mailbox!r} ({_named(selection.uids)}): they were "
+            "deleted or moved, or those UIDs were never given out. Nothing was changed and nobody was asked; "
+            "search again (search_messages) for the current ids."
+        )
+    return tuple(sorted(present)), by_message_id
+
+
+def plan_present(
+    client: IMAPClient,
+    account: str,
+    present: MessageSelection,
+    operation: MessageOperation,
+    destination: str | None,
+    by_message_id: dict[int, str] | None = None,
+) -> PlannedMessageChange:
+    """The plan for `present`, UIDs the source (examined now, at `present.uidvalidity`) holds: the destination's
+    state, and for a copy which of them the destination holds already (`by_message_id`: their Message-IDs, when
+    the caller fetched them)."""
+    assert present.uidvalidity is not None
     if operation == "delete_permanently":
         require_uid_expunge(client)
         destination = None
@@ -212,39 +266,49 @@ def plan_message_change(
         require_move_support(client, operation)
     if operation == "trash":
         destination = trash_mailbox(client)
-        if same_mailbox(destination, selection.mailbox):
+        if same_mailbox(destination, present.mailbox):
             raise ChangeRefused(
                 f"These messages are already in {destination!r}. Nothing was changed; to remove them for good, "
                 "delete them with permanent: true."
             )
     if operation in ("move", "copy"):
         destination = canonical_name(destination or "")
-        if same_mailbox(destination, selection.mailbox):
+        if same_mailbox(destination, present.mailbox):
             raise ChangeRefused(
-                f"The messages are already in {selection.mailbox!r} ({destination!r} is the same mailbox). "
+                f"The messages are already in {present.mailbox!r} ({destination!r} is the same mailbox). "
                 "Nothing was changed; choose another destination."
             )
-    return PlannedMessageChange(
-        operation=operation,
-        account=account,
-        source=selection.mailbox,
-        source_uidvalidity=source_uidvalidity,
-        uids=uids,
-        destination=destination,
-        destination_uidvalidity=uidvalidity_of(client, destination) if destination else None,
+    plan = PlannedMessageChange(operation, account, present.mailbox, present.uidvalidity, present.uids, destination)
+    if destination is None:
+        return plan
+    if operation != "copy":
+        uidvalidity, uidnext = destination_state(client, destination)
+        floor = None if has(client, "MOVE") else uidnext
+        return replace(plan, destination_uidvalidity=uidvalidity, floor=floor)
+    if by_message_id is None:
+        by_message_id = message_ids_of(client, present.uids)
+    held = held_in(client, destination, by_message_id)
+    return replace(plan, destination_uidvalidity=held.uidvalidity, already_present=tuple(sorted(held.uids)))
+
+
+def destination_state(client: IMAPClient, mailbox: str) -> tuple[int, int | None]:
+    """The destination's UIDVALIDITY and UIDNEXT (one STATUS), or `NoSuchMailbox`."""
+    try:
+        settle(client, mailbox)
+        status = client.folder_status(mailbox, [b"UIDVALIDITY", b"UIDNEXT"])
+    except imaplib.IMAP4.abort:
+        raise
+    except imaplib.IMAP4.error as exc:  # what imapclient raises for a missing mailbox, too
+        raise NoSuchMailbox(_no_destination(mailbox)) from exc
+    uidnext = status.get(b"UIDNEXT")
+    return int(status[b"UIDVALIDITY"]), int(uidnext) if uidnext is not None else None
+
+
+def _no_destination(mailbox: str) -> str:
+    return (
+        f"The mailbox {mailbox!r} does not exist or cannot hold messages; list_mailboxes shows the names "
+        "(create it first with manage_mailbox if you meant a new one)."
     )
-
-
-def uids_to_ask_about(client: IMAPClient, selection: MessageSelection) -> tuple[int, ...]:
-    """Those of the selection's UIDs the selected mailbox holds now; `ChangeRefused` when it holds none."""
-    present = tuple(sorted(existing_uids(client, selection.uids)))
-    if not present:
-        raise ChangeRefused(
-            f"None of these messages exist in {selection.mailbox!r} ({_named(selection.uids)}): they were "
-            "deleted or moved, or those UIDs were never given out. Nothing was changed and nobody was asked; "
-            "search again (search_messages) for the current ids."
-        )
-    return present
 
 
 def _named(uids: tuple[int, ...]) -> str:
@@ -276,86 +340,63 @@ def existing_uids(client: IMAPClient, uids: tuple[int, ...]) -> set[int]:
     return found & set(uids)
 
 
-def execute_message_change(
-    client: IMAPClient, target: PlannedMessageChange, claim_lifetime: float, after_batch: AfterBatch | None = None
-) -> ChangeReport:
-    """Run the approved change on exactly `target`; `TargetChanged` if the mailboxes moved on.
+@dataclass(frozen=True)
+class Execution:
+    """How one approved change runs besides its plan: where a dead attempt of the same approval got to (`floor`:
+    the destination's UIDNEXT before it began, from the approval ledger), and what to tell after each batch
+    (`after_batch(done, total)`, which stops the rest by answering False)."""
 
-    A move, copy or trash-delete first claims the destination (`changes.claims`): an attempt
-    that does not hold the claim raises `ChangeInProgress` and changes nothing. The change runs in
-    batches of `BATCH` messages; `after_batch(done, total)` is told after each and stops the rest
-    by answering False (each batch is one command, so none is left half-done).
+    floor: int | None = None
+    after_batch: AfterBatch | None = None
+
+
+def execute_message_change(client: IMAPClient, plan: PlannedMessageChange, execution: Execution) -> ChangeReport:
+    """Run the approved change on exactly `plan`, observed a moment ago in the same call; `TargetChanged` if the
+    source was re-created since. It is not observed again: what ran is read from the server's answers (COPYUID,
+    the FETCH answers of a STORE), and what was gone by then is reported missing.
+
+    Running it once per approval is the approval ledger's job (`changes.once`); a replay of a change that ran
+    finds its messages gone (a move, a delete) or in the destination (a copy, skipped by Message-ID).
     """
-    source = MessageSelection(target.source, target.source_uidvalidity, target.uids)
+    source = MessageSelection(plan.source, plan.source_uidvalidity, plan.uids)
+    readonly = plan.operation == "copy"
     try:
-        open_source(client, source, readonly=True)
-        destination_uidvalidity = uidvalidity_of(client, target.destination) if target.destination else None
+        open_source(client, source, readonly=readonly)
     except (NoSuchMailbox, StaleMessageId) as exc:
         raise TargetChanged(
             f"{exc} The change was approved for another state of the mailbox; nothing was changed."
         ) from None
-    if destination_uidvalidity != target.destination_uidvalidity:
-        raise TargetChanged(
-            f"The mailbox {target.destination!r} was re-created since the change was approved. Nothing was "
-            "changed; call the tool again to be asked anew."
-        )
-    claim = stake(client, target.destination, claim_message_id(target.target)) if target.destination else None
-    if claim is None:
-        return _change(client, target, Standing(floor=None), after_batch)
-    try:
-        return _change(client, target, contend(client, claim, claim_lifetime), after_batch)
-    finally:
-        release(client, claim)
-
-
-def _change(
-    client: IMAPClient, target: PlannedMessageChange, standing: Standing, after_batch: AfterBatch | None
-) -> ChangeReport:
-    """The change itself, skipping what an earlier attempt already did."""
-    source = MessageSelection(target.source, target.source_uidvalidity, target.uids)
-    readonly = target.operation == "copy"
-    open_source(client, source, readonly=readonly)
-    found = existing_uids(client, target.uids)
-    present = tuple(sorted(found))
-    missing = left_out(target.uids, found)
-    done_before: tuple[int, ...] = ()
-    if present and target.destination and (readonly or standing.floor is not None):
-        # a copy skips what the destination holds; a move completes what a dead attempt copied above its claim
-        above = 0 if readonly else standing.floor or 0
-        done_before = _copied_before(client, source, present, target.destination, above, readonly)
-    to_do = left_out(present, set(done_before))
-    new_uids, ran = _run_in_batches(client, target, to_do, after_batch)
-    not_run = left_out(to_do, set(ran))
-    if done_before and not readonly:
-        expunge_exactly(client, compress(done_before))
-        done = left_out(present, set(not_run))
-        return ChangeReport(done, missing, new_uids, target.destination_uidvalidity, not_run=not_run)
-    return ChangeReport(ran, missing, new_uids, target.destination_uidvalidity, done_before, not_run)
+    skipped = plan.already_present
+    completed: tuple[int, ...] = ()
+    if execution.floor is not None and plan.destination and plan.operation != "copy":
+        # a dead attempt of this approval copied these above its floor (a move without MOVE): finish, never copy again
+        completed = _copied_before(client, source, plan.uids, plan.destination, execution.floor - 1, readonly)
+    to_do = left_out(left_out(plan.uids, set(skipped)), set(completed))
+    done, new_uids, not_run = _run_in_batches(client, plan, to_do, execution.after_batch)
+    if completed:
+        expunge_exactly(client, compress(completed))
+    missing = left_out(to_do, set(done) | set(not_run))
+    return ChangeReport(
+        tuple(sorted(set(done) | set(completed))), missing, new_uids, plan.destination_uidvalidity, skipped, not_run
+    )
 
 
 def _run_in_batches(
-    client: IMAPClient, target: PlannedMessageChange, uids: tuple[int, ...], after_batch: AfterBatch | None
-) -> tuple[dict[int, int], tuple[int, ...]]:
-    """`_run` on `uids`, `BATCH` at a time: the new UIDs, and the UIDs it ran on (all, unless stopped)."""
+    client: IMAPClient, plan: PlannedMessageChange, uids: tuple[int, ...], after_batch: AfterBatch | None
+) -> tuple[tuple[int, ...], dict[int, int], tuple[int, ...]]:
+    """`_run` on `uids`, `BATCH` at a time: the UIDs it changed, their new UIDs, and the UIDs not run (stopped)."""
+    done: list[int] = []
     new_uids: dict[int, int] = {}
-    ran: list[int] = []
+    ran = 0
     for start in range(0, len(uids), BATCH):
         batch = uids[start : start + BATCH]
-        new_uids.update(_run(client, target, batch))
-        ran.extend(batch)
-        if after_batch is not None and not after_batch(len(ran), len(uids)):
+        changed, moved_to = _run(client, plan, batch)
+        done.extend(changed)
+        new_uids.update(moved_to)
+        ran += len(batch)
+        if after_batch is not None and not after_batch(ran, len(uids)):
             break
-    return new_uids, tuple(ran)
-
-
-def all_copied_already(client: IMAPClient, target: PlannedMessageChange) -> bool:
-    """Whether `target` is a copy whose every message the destination already holds: nothing to ask about."""
-    if target.operation != "copy":
-        return False
-    source = MessageSelection(target.source, target.source_uidvalidity, target.uids)
-    open_source(client, source, readonly=True)
-    copied = _copied_before(client, source, target.uids, target.destination or "", 0, readonly=True)
-    return len(copied) == len(target.uids)
+    return tuple(done), new_uids, uids[ran:]
 
 
 def _copied_before(
@@ -367,21 +408,38 @@ def _copied_before(
     return tuple(sorted(found))
 
 
-def _run(client: IMAPClient, target: PlannedMessageChange, uids: tuple[int, ...]) -> dict[int, int]:
+def _run(client: IMAPClient, plan: PlannedMessageChange, uids: tuple[int, ...]) -> tuple[list[int], dict[int, int]]:
+    """One batch: the UIDs it changed, as the server's answers say, and their UIDs in the destination."""
     uid_set = compress(uids)
     _take_copyuid(client)
-    if target.operation == "delete_permanently":
-        expunge_exactly(client, uid_set)
-        return {}
-    assert target.destination is not None
-    if target.operation == "copy":
-        client.copy(uid_set, target.destination)
+    if plan.operation == "delete_permanently":
+        return sorted(expunge_exactly(client, uid_set)), {}
+    assert plan.destination is not None
+    if not has(client, "UIDPLUS"):  # no COPYUID to say what was copied: ask which exist first
+        uids = tuple(sorted(existing_uids(client, uids)))
+        uid_set = compress(uids)
+        if not uids:
+            return [], {}
+    if plan.operation == "copy":
+        client.copy(uid_set, plan.destination)
     elif has(client, "MOVE"):
-        client.move(uid_set, target.destination)
+        client.move(uid_set, plan.destination)
     else:
-        client.copy(uid_set, target.destination)
-        expunge_exactly(client, uid_set)
-    return _take_copyuid(client)
+        client.copy(uid_set, plan.destination)
+    moved_to = _take_copyuid(client)
+    changed = sorted(moved_to) if has(client, "UIDPLUS") else list(uids)
+    if plan.operation != "copy" and not has(client, "MOVE") and changed:
+        expunge_exactly(client, compress(changed))
+    return changed, moved_to
+
+
+def expunge_exactly(client: IMAPClient, uids: list[int] | str) -> set[int]:
+    """`\\Deleted` + `UID EXPUNGE` of exactly `uids` in the selected mailbox (never a plain EXPUNGE); the UIDs
+    that were there, from the STORE's FETCH answers."""
+    uid_set = uids if isinstance(uids, str) else compress(uids)
+    stored = add_flags_reporting(client, uid_set, [DELETED])
+    client.uid_expunge(uid_set)
+    return stored
 
 
 def _take_copyuid(client: IMAPClient) -> dict[int, int]:

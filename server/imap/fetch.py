@@ -8,7 +8,8 @@
 - `esearch_all` asks for the matching UIDs as one compact set (RFC 4731 ESEARCH).
 - `raw_untagged` sends a command imapclient has no method for (SORT, SEARCH with our own syntax).
 - `take_response_codes` reads and clears the response codes imaplib kept (COPYUID after MOVE).
-- `add_flags_unless_changed` is a conditional STORE (RFC 7162 UNCHANGEDSINCE), which imapclient lacks.
+- `add_flags_unless_changed` is a conditional STORE (RFC 7162 UNCHANGEDSINCE), which imapclient lacks;
+  `add_flags_reporting` a STORE that says which of a compressed set it changed.
 - `authenticate` runs AUTHENTICATE with a callback that answers each server challenge in turn
   (imapclient's own OAuth logins resend the token where RFC 7628 wants an ending answer).
 - `read_lines_boundedly` makes a new connection skip overlong FETCH responses (`long_lines`);
@@ -206,6 +207,18 @@ def add_flags_unless_changed(client: IMAPClient, uid_set: str, modseq: int, flag
         "store", uid_set, f"(UNCHANGEDSINCE {modseq})".encode(), b"+FLAGS.SILENT", flag_list, uid=True
     )
     return [uid for code in take_response_codes(client, "MODIFIED") for uid in expand(code.decode("ascii"))]
+
+
+def add_flags_reporting(client: IMAPClient, uid_set: str, flags: Sequence[bytes]) -> set[int]:
+    """`UID STORE uid_set +FLAGS (flags)`, not silent: the UIDs of `uid_set` the server answered for, which are
+    the messages that were there (imapclient's own `add_flags` cannot take a compressed set and answer)."""
+    flag_list = "(" + " ".join(flag.decode("ascii") for flag in flags) + ")"
+    tag = client._imap._command("UID", "STORE", uid_set, "+FLAGS", flag_list)
+    typ, data = client._imap._command_complete("STORE", tag)
+    client._checkok("store", typ, data)
+    answered = list(client._imap._untagged_response(typ, data, "FETCH")[1])
+    asked = set(expand(uid_set))
+    return {uid for uid, _ in _by_uid(answered, {}) if uid in asked}
 
 
 def authenticate(client: IMAPClient, mechanism: str, answer: Callable[[bytes], str]) -> None:

@@ -37,11 +37,9 @@ from imap_mcp.server.logs import get_logger
 from imap_mcp.server.outgoing.compose import Draft, build_message, check_buildable, message_id_for, wire_bytes
 from imap_mcp.server.outgoing.sent_mailbox import SEEN, file_sent_copy, mark_answered, sent_mailbox
 from imap_mcp.server.outgoing.smtp import SendFailed, SendOutcomeUnknown, send
-from imap_mcp.server.store.ledger import Begun, Entry, Ledger, approval_key, ledger_at
+from imap_mcp.server.store.ledger import Begun, Entry, Ledger, approval_key, ledger_at, running_lifetime
 
 Approver = Literal["dialog", "push", "token"]
-#: a row `running` this many times IMAP_TIMEOUT is an attempt that died before handing anything to SMTP
-RUNNING_LIFETIME_PER_TIMEOUT = 2
 UNCONFIRMED_EARLIER = (
     "An earlier attempt handed it to the SMTP server but never got the answer, so it was probably sent; it is not "
     "sent again."
@@ -117,7 +115,7 @@ class Sender:
     running_lifetime: float = field(init=False)
 
     def __post_init__(self) -> None:
-        self.running_lifetime = RUNNING_LIFETIME_PER_TIMEOUT * self.pool.settings.timeout
+        self.running_lifetime = running_lifetime(self.pool.settings.timeout)
 
     @property
     def account(self) -> str:

@@ -36,9 +36,17 @@ from typing import Any, Literal
 from imap_mcp.server.store.database import Store, Tx
 
 State = Literal["running", "handing_over", "done", "unconfirmed"]
+#: a row `running` this many times IMAP_TIMEOUT belongs to an attempt that died: every attempt runs as pool
+#: operations stopped at IMAP_TIMEOUT, so a live one steps on long before
+RUNNING_LIFETIME_PER_TIMEOUT = 2
 #: how long a row is kept after its last change: an approval is replayable for minutes, never a day
 KEEP_SECONDS = 24 * 3600.0
 _COLUMNS = "state, holder, since, outcome"
+
+
+def running_lifetime(timeout: float) -> float:
+    """How old a `running` row must be before another attempt may take it over."""
+    return RUNNING_LIFETIME_PER_TIMEOUT * timeout
 
 
 def approval_key(account: str, tool: str, identity: str) -> str:
@@ -81,22 +89,25 @@ class Ledger:
         self.store = store
         self.clock = clock
 
-    def begin(self, key: str, account: str, tool: str, stale_after: float) -> Begun:
-        """Hold the approval `key` for a new attempt, take over a `running` row older than `stale_after`
-        seconds, or report the row that decides instead."""
+    def begin(
+        self, key: str, account: str, tool: str, stale_after: float, outcome: dict[str, Any] | None = None
+    ) -> Begun:
+        """Hold the approval `key` for a new attempt (recording `outcome` with it), take over a `running` row older
+        than `stale_after` seconds (keeping what its dead attempt recorded), or report the row that decides."""
         now = self.clock()
         holder = secrets.token_hex(16)
         with self.store.transaction() as tx:
             tx.run("DELETE FROM approval_ledger WHERE kept_until < ?", now)
             inserted = tx.run(
-                "INSERT INTO approval_ledger (approval, account, tool, state, holder, since, kept_until) "
-                "VALUES (?, ?, ?, 'running', ?, ?, ?) ON CONFLICT (approval) DO NOTHING",
+                "INSERT INTO approval_ledger (approval, account, tool, state, holder, since, kept_until, outcome) "
+                "VALUES (?, ?, ?, 'running', ?, ?, ?, ?) ON CONFLICT (approval) DO NOTHING",
                 key,
                 account,
                 tool,
                 holder,
                 now,
                 now + KEEP_SECONDS,
+                json.dumps(outcome or {}, separators=(",", ":")),
             )
             if inserted:
                 return Begun(holder)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Annotated, Literal
 
 from imapclient import IMAPClient
@@ -12,16 +12,15 @@ from pydantic import BaseModel, Field
 
 from imap_mcp.protocol import Guard
 from imap_mcp.server.changes.by_query import Pin, pin_key, resolve_query
-from imap_mcp.server.changes.claims import ChangeInProgress, lifetime
 from imap_mcp.server.changes.messages import (
     ChangeReport,
     MessageOperation,
     PlannedMessageChange,
-    all_copied_already,
-    execute_message_change,
     left_out,
     plan_message_change,
+    plan_present,
 )
+from imap_mcp.server.changes.once import HeldBack, run_once
 from imap_mcp.server.changes.questions import message_change_request, shown_uids
 from imap_mcp.server.imap.lookup import MessageSelection
 from imap_mcp.server.imap.message_ids import MessageRef, encode_id
@@ -48,6 +47,8 @@ Ids = Annotated[
     list[str],
     Field(min_length=1, max_length=50_000, description="Message ids (from search_messages), all of one mailbox."),
 ]
+Approver = Literal["dialog", "push", "token"]
+ToolAnswer = CallToolResult | InputRequiredResult
 Mode = Annotated[Literal["move", "copy"], Field(description="move: remove from the source; copy: keep them there.")]
 ConfirmToken = Annotated[
     str | None,
@@ -133,108 +134,148 @@ class ByQuery:
     key: str
 
 
-async def change_by_query(
-    pool: ImapPool,
-    guard: Guard,
-    ctx: Context,
-    tool: str,
-    query: MessageQuery,
-    operation: MessageOperation,
-    destination: str | None,
-    confirm_token: str | None,
-) -> CallToolResult | InputRequiredResult:
-    """Resolve `query` to a UID set (or take the set the answered question was sealed with), then change it
-    like ids: a question about exactly that set, bound to it."""
+@dataclass(frozen=True)
+class ChangeCall:
+    """One call of a change tool: the tool, what it does and where to, and the token it carries (if any)."""
+
+    tool: str
+    operation: MessageOperation
+    destination: str | None
+    confirm_token: str | None
+    by_query: ByQuery | None = None
+
+
+@dataclass(frozen=True)
+class Changer:
+    """What both change tools run with: the account's pool, the guard, and the store of the approval ledger."""
+
+    pool: ImapPool
+    guard: Guard
+    store_url: str
+
+    @property
+    def account(self) -> str:
+        return self.pool.settings.account
+
+
+async def change_by_query(changer: Changer, ctx: Context, call: ChangeCall, query: MessageQuery) -> ToolAnswer:
+    """Resolve `query` to a UID set (or take the set the answered question was sealed with) and plan the change
+    of it, in one pool operation; then ask and run like ids: a question about exactly that set, bound to it."""
     search = query.search()
-    key = pin_key(tool, operation, destination, query.mailbox, search)
-    pin = Pin.parse(guard.pinned(ctx, confirm_token), key)
-    selection = await on_mailbox(pool, lambda c: resolve_query(c, query.mailbox, search, pin))
-    by_query = ByQuery(query.criteria(), key)
-    return await change_messages(pool, guard, ctx, tool, selection, operation, destination, confirm_token, by_query)
+    key = pin_key(call.tool, call.operation, call.destination, query.mailbox, search)
+    pin = Pin.parse(changer.guard.pinned(ctx, call.confirm_token), key)
+    call = replace(call, by_query=ByQuery(query.criteria(), key))
+
+    def resolve_and_plan(client: IMAPClient) -> tuple[MessageSelection, PlannedMessageChange | None]:
+        selection = resolve_query(client, query.mailbox, search, pin)
+        if not selection.uids:
+            return selection, None
+        return selection, plan_present(client, changer.account, selection, call.operation, call.destination)
+
+    selection, plan = await on_mailbox(changer.pool, resolve_and_plan)
+    if plan is None:  # a query that matched nothing: nothing to ask about
+        return _nothing_matched(selection, call.operation, call.destination)
+    return await _ask_and_run(changer, ctx, call, selection, plan)
 
 
-async def change_messages(
-    pool: ImapPool,
-    guard: Guard,
-    ctx: Context,
-    tool: str,
-    selection: MessageSelection,
-    operation: MessageOperation,
-    destination: str | None,
-    confirm_token: str | None,
-    by_query: ByQuery | None = None,
-) -> CallToolResult | InputRequiredResult:
-    """Plan, ask, and run one message change; the common path of both tools."""
-    if not selection.uids:  # a query that matched nothing: nothing to ask about
-        return _nothing_matched(selection, operation, destination)
-    account = pool.settings.account
-    target = await on_mailbox(pool, lambda c: plan_message_change(c, account, selection, operation, destination))
-    if by_query is None:
-        request = message_change_request(tool, target)
+async def change_messages(changer: Changer, ctx: Context, call: ChangeCall, selection: MessageSelection) -> ToolAnswer:
+    """Plan, ask, and run one change of messages named by id."""
+    plan = await on_mailbox(
+        changer.pool,
+        lambda c: plan_message_change(c, changer.account, selection, call.operation, call.destination),
+    )
+    return await _ask_and_run(changer, ctx, call, selection, plan)
+
+
+async def _ask_and_run(
+    changer: Changer, ctx: Context, call: ChangeCall, selection: MessageSelection, plan: PlannedMessageChange
+) -> ToolAnswer:
+    """The common path: the question about `plan`, and once approved the change, run once per approval."""
+    if call.by_query is None:
+        request = message_change_request(call.tool, plan)
     else:
-        pin = Pin(by_query.key, target.source_uidvalidity, target.uids)
-        request = message_change_request(tool, target, by_query.criteria, pin.text())
+        pin = Pin(call.by_query.key, plan.source_uidvalidity, plan.uids)
+        request = message_change_request(call.tool, plan, call.by_query.criteria, pin.text())
     # requested UIDs that did not exist when planned: never part of the target, nor of the question
-    absent = left_out(selection.uids, set(target.uids))
-    if await on_mailbox(pool, lambda c: all_copied_already(c, target)):
-        return _nothing_to_copy(request.summary, target, absent)
-    decision = await guard.approve(ctx, request, confirm_token)
+    absent = left_out(selection.uids, set(plan.uids))
+    if plan.operation == "copy" and len(plan.already_present) == len(plan.uids):
+        return _nothing_to_copy(request.summary, plan, absent)
+    decision = await changer.guard.approve(ctx, request, call.confirm_token)
     channel = decision.channel
     if channel is None:
-        return decision.reply(lambda token: _pending(target, absent, token))
-    claim_lifetime = lifetime(pool.settings.timeout)
-    after_batch = progress_between_batches(ctx, request.summary)
+        return decision.reply(lambda token: _pending(plan, absent, token))
 
-    def execute_and_log(client: IMAPClient) -> ChangeReport:
-        """The change, logged before it returns: a cancelled call's change is logged too (it gets no answer)."""
-        report = execute_message_change(client, target, claim_lifetime, after_batch)
+    def log(report: ChangeReport) -> None:
+        """The change, logged before the call answers: a cancelled call's change is logged too (it gets no answer)."""
         if report.done:
-            log_change(operation, target.source, report.done, channel.value, target.destination)
+            log_change(plan.operation, plan.source, report.done, channel.value, plan.destination)
         if report.not_run:
-            log_stopped(operation, target.source, len(report.done), len(report.not_run))
-        return report
+            log_stopped(plan.operation, plan.source, len(report.done), len(report.not_run))
 
     with refusals():
-        try:
-            report = await noting_cancellation(
-                lambda: pool.run(execute_and_log, retry=False),
-                f"change: {operation} mailbox={target.source!r}",
-                "stopping after the running batch",
-            )
-        except ChangeInProgress as exc:  # not a failure: another attempt is doing it
-            return text_result(
-                f"Nothing was changed by this call: {exc}. Repeat the call to learn the outcome.",
-                MessageChange(
-                    status="in_progress",
-                    operation=operation,
-                    mailbox=target.source,
-                    destination=target.destination,
-                    count=0,
-                    ids=[],
-                    missing_ids=[],
-                    new_ids=[],
-                    approved_by=channel.value,
-                ),
-            )
+        ran = await noting_cancellation(
+            lambda: run_once(
+                changer.pool,
+                changer.store_url,
+                plan,
+                call.tool,
+                decision.evidence(),
+                progress_between_batches(ctx, request.summary),
+                log,
+            ),
+            f"change: {plan.operation} mailbox={plan.source!r}",
+            "stopping after the running batch",
+        )
+    if isinstance(ran, HeldBack):
+        return _held_back(plan, ran, channel.value)
+    return _done(request.summary, plan, absent, ran, channel.value)
+
+
+def _held_back(plan: PlannedMessageChange, held: HeldBack, approved_by: Approver) -> CallToolResult:
+    """Another attempt of this approval is running the change, or ran it: this call changed nothing."""
+    outcome = MessageChange(
+        status="in_progress" if held.running else "nothing_to_do",
+        operation=plan.operation,
+        mailbox=plan.source,
+        destination=plan.destination,
+        count=0,
+        ids=[],
+        missing_ids=[],
+        new_ids=[],
+        approved_by=approved_by,
+    )
+    if held.running:
+        text = (
+            "Nothing was changed by this call: another attempt of this approved change is running it now. Repeat "
+            "the call to learn the outcome."
+        )
+    else:
+        text = "Nothing was changed by this call: this approved change already ran."
+    return text_result(text, outcome)
+
+
+def _done(
+    summary: str, plan: PlannedMessageChange, absent: tuple[int, ...], report: ChangeReport, approved_by: Approver
+) -> CallToolResult:
     missing = absent + report.missing
     new_uids = tuple(report.new_uids.values())
     outcome = MessageChange(
         status="done" if report.done else "nothing_to_do",
-        operation=operation,
-        mailbox=target.source,
-        destination=target.destination,
+        operation=plan.operation,
+        mailbox=plan.source,
+        destination=plan.destination,
         count=len(report.done),
-        ids=_ids(target.source, target.source_uidvalidity, report.done),
-        missing_ids=_ids(target.source, target.source_uidvalidity, missing),
-        already_present_ids=_ids(target.source, target.source_uidvalidity, report.already_present),
-        new_ids=_ids(target.destination or "", report.destination_uidvalidity, new_uids),
+        ids=_ids(plan.source, plan.source_uidvalidity, report.done),
+        missing_ids=_ids(plan.source, plan.source_uidvalidity, missing),
+        already_present_ids=_ids(plan.source, plan.source_uidvalidity, report.already_present),
+        new_ids=_ids(plan.destination or "", report.destination_uidvalidity, new_uids),
         missing_count=len(missing),
         already_present_count=len(report.already_present),
         new_count=len(new_uids),
-        approved_by=channel.value,
+        approved_by=approved_by,
     )
     outcome.rest = _rest(outcome, report.done, missing)
-    return text_result(_describe(request.summary, outcome, new_uids), outcome)
+    return text_result(_describe(summary, outcome, new_uids), outcome)
 
 
 def _pending(target: PlannedMessageChange, absent: tuple[int, ...], token: str) -> MessageChange:
@@ -314,7 +355,9 @@ def _describe(summary: str, outcome: MessageChange, new_uids: tuple[int, ...]) -
     return text
 
 
-def register(mcp: MCPServer, pool: ImapPool, guard: Guard) -> None:
+def register(mcp: MCPServer, pool: ImapPool, guard: Guard, store_url: str) -> None:
+    changer = Changer(pool, guard, store_url)
+
     @guard.tool(
         mcp,
         DELETE_TOOL,
@@ -338,10 +381,10 @@ def register(mcp: MCPServer, pool: ImapPool, guard: Guard) -> None:
         uids: DeprecatedUids = None,
     ) -> Annotated[CallToolResult, MessageChange] | InputRequiredResult:
         operation: MessageOperation = "delete_permanently" if permanent else "trash"
+        call = ChangeCall(DELETE_TOOL, operation, None, confirm_token)
         if (chosen := chosen_by_query(query, ids, mailbox, uids)) is not None:
-            return await change_by_query(pool, guard, ctx, DELETE_TOOL, chosen, operation, None, confirm_token)
-        selection = await one_mailbox_off_loop(ids, mailbox, uids)
-        return await change_messages(pool, guard, ctx, DELETE_TOOL, selection, operation, None, confirm_token)
+            return await change_by_query(changer, ctx, call, chosen)
+        return await change_messages(changer, ctx, call, await one_mailbox_off_loop(ids, mailbox, uids))
 
     @guard.tool(
         mcp,
@@ -369,7 +412,7 @@ def register(mcp: MCPServer, pool: ImapPool, guard: Guard) -> None:
         mailbox: DeprecatedMailbox = None,
         uids: DeprecatedUids = None,
     ) -> Annotated[CallToolResult, MessageChange] | InputRequiredResult:
+        call = ChangeCall(MOVE_TOOL, mode, destination, confirm_token)
         if (chosen := chosen_by_query(query, ids, mailbox, uids)) is not None:
-            return await change_by_query(pool, guard, ctx, MOVE_TOOL, chosen, mode, destination, confirm_token)
-        selection = await one_mailbox_off_loop(ids, mailbox, uids)
-        return await change_messages(pool, guard, ctx, MOVE_TOOL, selection, mode, destination, confirm_token)
+            return await change_by_query(changer, ctx, call, chosen)
+        return await change_messages(changer, ctx, call, await one_mailbox_off_loop(ids, mailbox, uids))

@@ -8,7 +8,6 @@ replays the approval, is `outgoing.send_once`'s: the approval ledger in the stor
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Sequence
 from typing import Annotated
 
@@ -16,7 +15,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, InputRequiredResult
 from pydantic import Field
 
-from imap_mcp.protocol import Decision, Guard
+from imap_mcp.protocol import Guard
 from imap_mcp.server.config import SmtpSettings
 from imap_mcp.server.imap.lookup import current_ref, resolve_one
 from imap_mcp.server.imap.message_ids import MessageRef
@@ -58,12 +57,6 @@ SaveToSent = Annotated[
 ]
 
 
-def _evidence(decision: Decision) -> bytes:
-    """What identifies this approval on every replay of the call: its verified content (never the text of the
-    state or token, which could be spelled another way); a pushed dialog, which has no seal, is new each time."""
-    return decision.identity.encode() if decision.identity else secrets.token_bytes(32)
-
-
 async def _send(
     sender: Sender,
     guard: Guard,
@@ -88,7 +81,7 @@ async def _send(
             )
         )
     with refusals(NOTHING_SENT):
-        result = await sender.send(draft, original, sent_box, Approved(tool, _evidence(decision), channel.value))
+        result = await sender.send(draft, original, sent_box, Approved(tool, decision.evidence(), channel.value))
     return text_result(describe(request.summary, result), result)
 
 

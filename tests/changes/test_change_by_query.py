@@ -235,7 +235,7 @@ async def test_a_long_change_reports_progress_over_http_to_a_client_that_asked(a
 
 def test_a_change_stopped_between_batches_reports_exactly_the_batches_that_ran(account: Account) -> None:
     """What cancellation does (`after_batch` answers False once the call is cancelled): whole batches only."""
-    from imap_mcp.server.changes.messages import execute_message_change, plan_message_change
+    from imap_mcp.server.changes.messages import Execution, execute_message_change, plan_message_change
     from imap_mcp.server.imap.lookup import MessageSelection
     from imap_mcp.server.imap.pool import ImapPool
     from imap_mcp.server.reading.search import SearchQuery
@@ -251,7 +251,7 @@ def test_a_change_stopped_between_batches_reports_exactly_the_batches_that_ran(a
         told.append((done, total))
         return False  # as if the call was cancelled during the first batch
 
-    report = pool.run_sync(lambda c: execute_message_change(c, target, 60.0, after_batch), retry=False)
+    report = pool.run_sync(lambda c: execute_message_change(c, target, Execution(after_batch=after_batch)), retry=False)
     pool.close_all()
     assert told == [(BATCH, BATCH + 10)] and len(report.done) == BATCH and len(report.not_run) == 10
     assert set(report.done) | set(report.not_run) == asked and len(report.new_uids) == BATCH

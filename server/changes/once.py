@@ -1,0 +1,88 @@
+"""Running an approved move, copy or delete once, however many attempts answer the same approval at once.
+
+Concurrent answers to one approval (a client retrying, a gateway sending twice, replicas that share
+only the store) would each find the messages still to change. The approval ledger (`store.ledger`)
+lets one attempt hold the approval; every other answers `in_progress` while it runs. A replay
+after it ran finds its messages gone (a move, a delete) or in the destination (a copy skips those).
+
+An attempt that fails without changing anything releases the approval, so a replay runs at once.
+One that dies may have changed part: its row stays `running` until it is older than twice
+IMAP_TIMEOUT, then the next replay takes it over. For a move by COPY then EXPUNGE (no MOVE) the row
+keeps the destination's UIDNEXT from before the first COPY (`PlannedMessageChange.floor`), so what
+the dead attempt copied is found above it by Message-ID and finished, never copied again.
+Nothing of this is kept in a mailbox, where a stranger's mail or any mail client could forge it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import anyio.to_thread
+from imapclient import IMAPClient
+
+from imap_mcp.server.changes.messages import (
+    AfterBatch,
+    ChangeRefused,
+    ChangeReport,
+    Execution,
+    PlannedMessageChange,
+    execute_message_change,
+)
+from imap_mcp.server.imap.pool import ImapPool
+from imap_mcp.server.store.ledger import approval_key, ledger_at, running_lifetime
+
+
+@dataclass(frozen=True)
+class HeldBack:
+    """This attempt changed nothing: another attempt of the approval is running it (`running`), or it ran."""
+
+    running: bool
+
+
+async def run_once(
+    pool: ImapPool,
+    store_url: str,
+    plan: PlannedMessageChange,
+    tool: str,
+    evidence: bytes,
+    after_batch: AfterBatch | None = None,
+    logged: Callable[[ChangeReport], None] = lambda report: None,
+) -> ChangeReport | HeldBack:
+    """Run `plan` once for the approval `evidence` names (the same bytes on every replay of one approval).
+
+    `logged` is told the report inside the pool operation, before the call answers: a cancelled call gets no
+    answer, so its change is logged there.
+    """
+    ledger = await anyio.to_thread.run_sync(ledger_at, store_url)
+    key = approval_key(plan.account, tool, evidence.hex())
+    recorded = {"floor": plan.floor} if plan.floor is not None else None
+    begun = await anyio.to_thread.run_sync(
+        ledger.begin, key, plan.account, tool, running_lifetime(pool.settings.timeout), recorded
+    )
+    if begun.holder is None:
+        assert begun.entry is not None
+        return HeldBack(running=begun.entry.state == "running")
+    holder = begun.holder
+    dead = begun.taken_over.outcome.get("floor") if begun.taken_over is not None else None
+    execution = Execution(floor=dead if isinstance(dead, int) else None, after_batch=after_batch)
+
+    def execute(client: IMAPClient) -> ChangeReport:
+        report = execute_message_change(client, plan, execution)
+        logged(report)
+        return report
+
+    try:
+        report = await pool.run(execute, retry=False)
+    except Exception as exc:
+        # a refusal changed nothing; without a floor a replay repeats nothing wrongly (a move by MOVE, a copy
+        # skipping what is there, a delete): either may run at once. A move by COPY keeps its row for the taker.
+        if isinstance(exc, ChangeRefused) or recorded is None:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(ledger.release, key, holder)
+        raise
+    if report.not_run:  # stopped by cancellation: the approval still covers the rest
+        await anyio.to_thread.run_sync(ledger.release, key, holder)
+    else:
+        await anyio.to_thread.run_sync(ledger.advance, key, holder, "done", {"count": len(report.done)})
+    return report
