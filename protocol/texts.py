@@ -21,12 +21,30 @@ APPROVE_DESCRIPTION = "Tick to approve exactly the change described above. Leave
 
 #: longest value shown in a dialog; longer ones are cut, with a marker saying how much is not shown
 SHOWN_MAX = 200
-#: categories escaped wherever they are: controls (C0, DEL, C1), format characters (bidirectional
-#: controls, zero-width characters, tags), surrogates, private use, unassigned, line and paragraph
-#: separators, and every space other than U+0020
+#: general categories escaped wherever they are: controls (Cc: C0, DEL, C1), format characters (Cf: bidirectional
+#: controls, zero-width characters, tags, musical beam and slur controls), surrogates (Cs), private use (Co),
+#: unassigned (Cn), line and paragraph separators (Zl, Zp), and spaces (Zs) other than U+0020
 _ESCAPED_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp", "Zs"})
-#: letters that show as nothing (Hangul fillers): they could hide where a value ends
-_BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0")
+#: the assigned Default_Ignorable_Code_Point characters outside those categories. DerivedCoreProperties.txt defines
+#: the property as Cf plus Variation_Selector plus Other_Default_Ignorable_Code_Point (both in PropList.txt; Unicode
+#: 14.0, this Python's `unicodedata`), less a few visible Cf; the reserved code points of those lists are Cn. A
+#: renderer draws them as nothing. `unicodedata` does not expose the property, so its two lists are written here.
+_IGNORABLE_RANGES = (
+    (0x034F, 0x034F),  # COMBINING GRAPHEME JOINER (Mn)
+    (0x115F, 0x1160),  # HANGUL CHOSEONG FILLER, HANGUL JUNGSEONG FILLER (Lo)
+    (0x17B4, 0x17B5),  # KHMER VOWEL INHERENT AQ, AA (Mn)
+    (0x180B, 0x180F),  # MONGOLIAN FREE VARIATION SELECTOR ONE-FOUR (Mn; U+180E between them is Cf)
+    (0x3164, 0x3164),  # HANGUL FILLER (Lo)
+    (0xFE00, 0xFE0F),  # VARIATION SELECTOR-1 to -16 (Mn)
+    (0xFFA0, 0xFFA0),  # HALFWIDTH HANGUL FILLER (Lo)
+    (0xE0100, 0xE01EF),  # VARIATION SELECTOR-17 to -256 (Mn)
+)
+_IGNORABLE = frozenset(chr(code) for first, last in _IGNORABLE_RANGES for code in range(first, last + 1))
+#: characters drawn as nothing that no Unicode property marks (none says a glyph has no ink), so they are named:
+#: U+2800 BRAILLE PATTERN BLANK (no dot raised) and U+1D159 MUSICAL SYMBOL NULL NOTEHEAD are So, blank in the code
+#: charts; U+FFFC OBJECT REPLACEMENT CHARACTER (So) stands for an embedded object and most text renderers draw
+#: nothing; U+16FE4 KHITAN SMALL SCRIPT FILLER (Mn) is an invisible layout signal, not default-ignorable
+_DRAWN_BLANK = frozenset("\u2800\U0001d159\ufffc\U00016fe4")
 
 
 def _escape(char: str) -> str:
@@ -39,8 +57,26 @@ def _escape(char: str) -> str:
 
 
 def needs_escape(char: str) -> bool:
-    """Whether `char` could add a line, hide text or reorder it if shown as it is."""
-    return (unicodedata.category(char) in _ESCAPED_CATEGORIES and char != " ") or char in _BLANK_LETTERS
+    """Whether `char` could add a line, hide text or reorder it if shown as it is: whether it breaks a line,
+    reorders text, or renders blank or invisible. Unicode says which code points render blank (White_Space) and
+    which invisible (Default_Ignorable_Code_Point); each kind, by the rule here that catches it:
+
+    - line breaks: Cc (LF, CR, VT, FF, NEL, U+001C-U+001E) and Zl, Zp by category;
+    - reordering: the bidirectional controls (U+061C, U+200E, U+200F, U+202A-U+202E, U+2066-U+2069) are Cf;
+    - blank, White_Space: Cc, Zl, Zp and Zs; every Zs other than U+0020 (no-break, ideographic and the other
+      spaces) by category;
+    - invisible, Default_Ignorable_Code_Point: its Cf part (zero-width space and joiners, soft hyphen, U+180E,
+      U+2060-U+2064, tags U+E0001 and U+E0020-U+E007F, musical controls U+1D173-U+1D17A) and its reserved part
+      (Cn) by category, the rest from `_IGNORABLE_RANGES` (variation selectors, Hangul fillers U+115F, U+1160,
+      U+3164, U+FFA0, Khmer inherent vowels U+17B4, U+17B5, the combining grapheme joiner);
+    - drawn blank without a property saying so: `_DRAWN_BLANK` (U+2800, U+1D159, U+FFFC, U+16FE4);
+    - what a font may not have or a terminal may act on: Cs, Co, Cn, and every other Cc.
+
+    Any other combining mark (Mn, Me, Mc) is drawn on the character before it; `shown` escapes those only where
+    they would sit on the opening quote or pile up (`_unanchored`)."""
+    if char == " ":
+        return False
+    return unicodedata.category(char) in _ESCAPED_CATEGORIES or char in _IGNORABLE or char in _DRAWN_BLANK
 
 
 def _is_mark(char: str) -> bool:

@@ -1,4 +1,5 @@
-"""The token file: JSON with at least `refresh_token`, mode 0600, always replaced atomically."""
+"""The token file: JSON with at least `refresh_token`, mode 0600 in folders it creates 0700, always replaced
+atomically."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ def read_fields(path: Path) -> dict[str, Any]:
 
 def write_fields(path: Path, fields: dict[str, Any]) -> None:
     """Replace the file with `fields` in one rename: readers see the old file or the new one, never half."""
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    _make_private_folders(path.parent)
     descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
@@ -35,6 +36,22 @@ def write_fields(path: Path, fields: dict[str, Any]) -> None:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         raise
+
+
+def _make_private_folders(folder: Path) -> None:
+    """Create `folder` and its missing parents, each 0700 whatever the umask: `mkdir`'s mode is masked by the
+    umask, and `parents=True` does not apply it to the parents at all, so each folder made here is chmod-ed.
+    Folders that already existed, or that another process made meanwhile, keep their mode."""
+    missing: list[Path] = []
+    while not folder.exists():
+        missing.append(folder)
+        folder = folder.parent
+    for created in reversed(missing):
+        try:
+            created.mkdir(mode=0o700)
+        except FileExistsError:
+            continue
+        os.chmod(created, 0o700)
 
 
 def store_refresh_token(path: Path, refresh_token: str) -> None:

@@ -4,6 +4,12 @@ No tool sets or shows the URL, the auth header or the signing secret: an assista
 untrusted mail must not be able to point notifications elsewhere or read those secrets. The
 operator sets them with `imap-mcp webhook set`. Neither setter asks a person (see README,
 "Webhooks"): both are marked destructiveHint, and what they lose is notifications, not mail.
+With IMAP_MCP_WEBHOOKS=false both setters refuse: the tools only read.
+
+The two limits are typed `object` for pydantic, which would otherwise read `true` as 1 and word
+other mistakes its own way; `limit_change` reads them strictly, so every mistake is one refusal
+naming the argument, the accepted forms and the range, and the input schema (`_limit_schema`)
+advertises the same forms.
 """
 
 from __future__ import annotations
@@ -14,19 +20,42 @@ from typing import Annotated, Any
 from anyio import to_thread
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import ToolAnnotations
-from pydantic import Field
+from pydantic import Field, WithJsonSchema
 
 from imap_mcp.server.logs import get_logger
 from imap_mcp.server.store.database import Store
 from imap_mcp.server.tools.annotations import read_only
 from imap_mcp.server.tools.errors import refusals
 from imap_mcp.server.webhooks.operations import KEEP, WebhookAccount, limit_change
-from imap_mcp.server.webhooks.settings import WebhookSettings
+from imap_mcp.server.webhooks.settings import (
+    MIN_MAX_EVENTS,
+    MIN_RETENTION_SECONDS,
+    NUMBER_TEXT_MAX,
+    WebhookSettings,
+)
 from imap_mcp.server.webhooks.status import LimitsStatus, WebhookStatus
 
 STATUS_TITLE = "Get webhook status"
 ENABLED_TITLE = "Turn the new-mail webhook on or off"
 LIMITS_TITLE = "Set webhook outbox limits"
+
+
+def _limit_schema(minimum: int, pattern: str) -> WithJsonSchema:
+    """A limit's input schema: an integer of at least `minimum` (the ceiling is the server's: see the status),
+    a string matching `pattern` of at most NUMBER_TEXT_MAX characters, or null."""
+    return WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "integer", "minimum": minimum},
+                {"type": "string", "maxLength": NUMBER_TEXT_MAX, "pattern": pattern},
+                {"type": "null"},
+            ]
+        }
+    )
+
+
+RETENTION_SCHEMA = _limit_schema(MIN_RETENTION_SECONDS, "^(default|[0-9]+[smhd]?)$")
+MAX_EVENTS_SCHEMA = _limit_schema(MIN_MAX_EVENTS, "^(default|[0-9]+)$")
 
 
 def _setter(title: str, open_world: bool) -> ToolAnnotations:
@@ -70,7 +99,8 @@ def register(mcp: MCPServer, settings: WebhookSettings, account: str) -> None:
             "Turn this account's new-mail webhook on or off. Enabling clears a pause and the failure count and "
             "retries promptly; events kept while it was paused are kept. Turning it back on after it was turned off "
             "skips events queued while it was off. Enabling unreadable settings, or an empty or invalid URL, is "
-            "refused. No tool sets the URL or secrets: the operator does, on the account page."
+            "refused; so is any change while the operator has turned webhooks off on this server. No tool sets the "
+            "URL or secrets: the operator does, on the account page."
         ),
         annotations=_setter(ENABLED_TITLE, open_world=True),
     )
@@ -88,34 +118,43 @@ def register(mcp: MCPServer, settings: WebhookSettings, account: str) -> None:
             "Set how long this account keeps new-mail events, and how many. Omit a field to leave it. JSON null or "
             "'default' uses the server default for that field; reset true resets both. Lowering a limit deletes the "
             "oldest kept events, including ones not delivered yet (events_pruned says how many). Needs a webhook "
-            "saved on the account page."
+            "saved on the account page, and webhooks on on this server."
         ),
         annotations=_setter(LIMITS_TITLE, open_world=False),
     )
     async def set_webhook_outbox_limits(
         ctx: Context,
         retention: Annotated[
-            int | str | None,
+            object,
+            RETENTION_SCHEMA,
             Field(
-                description="A whole number of seconds, or a duration such as 36h, 30d or 90m. Omit to leave the "
-                "retention unchanged. JSON null or 'default' stores the server default."
+                description="Whole seconds, as an integer or a string of ASCII digits, or a string with one unit s, "
+                "m, h or d (36h, 30d, 90m); at least 1h, at most the server's ceiling (outbox_max_retention_seconds "
+                "in the status). Omit to leave the retention unchanged. JSON null or 'default' stores the server "
+                "default."
             ),
         ] = None,
         max_events: Annotated[
-            int | str | None,
+            object,
+            MAX_EVENTS_SCHEMA,
             Field(
-                description="How many events to keep. Omit to leave the cap unchanged. JSON null or 'default' "
-                "stores the server default."
+                description="How many events to keep, as an integer or a string of ASCII digits; at least 1, at most "
+                "the server's ceiling (outbox_max_events_limit in the status). Omit to leave the cap unchanged. JSON "
+                "null or 'default' stores the server default."
             ),
         ] = None,
         reset: Annotated[
-            bool, Field(description="When true, both limits return to the server default; the others are ignored.")
+            bool,
+            Field(
+                description="When true, both limits return to the server default; retention and max_events, if "
+                "given, must still be valid and are otherwise ignored."
+            ),
         ] = False,
     ) -> LimitsStatus:
         given = _given_arguments(ctx)
         with refusals():
-            new_retention = limit_change(retention, "retention") if "retention" in given and not reset else KEEP
-            new_events = limit_change(max_events, "max_events") if "max_events" in given and not reset else KEEP
+            new_retention = limit_change(retention, "retention", settings) if "retention" in given else KEEP
+            new_events = limit_change(max_events, "max_events", settings) if "max_events" in given else KEEP
         status: LimitsStatus = await run("set_limits", new_retention, new_events, reset)
         get_logger().info("webhook: %s outbox limits set, events_pruned=%d", account, status.events_pruned)
         return status

@@ -5,6 +5,8 @@ A refusal is a `WebhookRefused` whose message says what to do; nothing is change
 
 from __future__ import annotations
 
+import contextlib
+import json
 import time
 from dataclasses import dataclass
 from typing import Literal
@@ -17,13 +19,20 @@ from imap_mcp.server.webhooks.rows import WebhookRow, invalid_url_reason, load_r
 from imap_mcp.server.webhooks.settings import (
     MIN_MAX_EVENTS,
     MIN_RETENTION_SECONDS,
+    NUMBER_TEXT_MAX,
     WebhookSettings,
+    parse_count,
     parse_duration,
 )
 from imap_mcp.server.webhooks.status import LimitsStatus, WebhookStatus, read_status
 
 SETUP_HINT = (
     "Set it up on the account page (/account; on this server the operator runs: imap-mcp webhook set --url URL)."
+)
+READ_ONLY = (
+    "Webhooks are turned off on this server (the operator set IMAP_MCP_WEBHOOKS=false), so the webhook tools only "
+    "read: the webhook cannot be turned on or off and its outbox limits cannot be changed. Nothing was changed; "
+    "get_webhook_status still reports it."
 )
 
 
@@ -39,6 +48,9 @@ class Keep:
 KEEP = Keep()
 #: a limit as asked: Keep, "default" (store the server default), or a number of seconds / events
 LimitChange = Keep | Literal["default"] | int
+LimitField = Literal["retention", "max_events"]
+#: a JSON integer this large is refused as it is, never turned into digits (Python refuses past 4300)
+_NUMBER_BOUND = 10**NUMBER_TEXT_MAX
 
 
 class WebhookAccount:
@@ -55,6 +67,7 @@ class WebhookAccount:
             return read_status(tx, self.account, self.settings, self.cipher)
 
     def set_enabled(self, enabled: bool) -> WebhookStatus:
+        self._writable()
         with self.store.transaction() as tx:
             tx.lock_account(self.account)
             row = self._saved(tx)
@@ -65,6 +78,7 @@ class WebhookAccount:
             return read_status(tx, self.account, self.settings, self.cipher)
 
     def set_limits(self, retention: LimitChange, max_events: LimitChange, reset: bool) -> LimitsStatus:
+        self._writable()
         if reset:
             retention, max_events = "default", "default"
         with self.store.transaction() as tx:
@@ -84,6 +98,10 @@ class WebhookAccount:
             status = read_status(tx, self.account, self.settings, self.cipher)
         return LimitsStatus(**status.model_dump(), events_pruned=pruned)
 
+    def _writable(self) -> None:
+        if not self.settings.enabled:
+            raise WebhookRefused(READ_ONLY)
+
     def _saved(self, tx: Tx) -> WebhookRow:
         row = load_row(tx, self.account)
         if row is None:
@@ -91,11 +109,6 @@ class WebhookAccount:
         return row
 
     def _enable(self, tx: Tx, row: WebhookRow) -> None:
-        if not self.settings.enabled:
-            raise WebhookRefused(
-                "Webhooks are turned off on this server (the operator set IMAP_MCP_WEBHOOKS=false), so the "
-                "webhook cannot be turned on. Nothing was changed."
-            )
         try:
             endpoint = open_endpoint(row, self.cipher)
         except Unreadable:
@@ -148,17 +161,51 @@ class WebhookAccount:
         return change
 
 
-def limit_change(value: int | str | None, field: str) -> LimitChange:
-    """A tool argument as a `LimitChange`: null or "default" is the server default; durations for retention."""
-    if value is None or (isinstance(value, str) and value.strip().lower() == "default"):
+def limit_change(value: object, field: LimitField, settings: WebhookSettings) -> Literal["default"] | int:
+    """A tool argument as a limit, read strictly: JSON null or "default" is the server default; a JSON integer
+    (true and false are not numbers) or a string of ASCII digits, for retention with one unit letter s, m, h or
+    d; nothing else (no space, sign, exponent or other script's digits), at most `NUMBER_TEXT_MAX` characters.
+    Anything else is a `WebhookRefused` naming the argument, the accepted forms and the range."""
+    if value is None or value == "default":
         return "default"
-    if isinstance(value, int):
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)  # JSON has one number type: 3600.0 and 36e2 are the integer 3600
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) < _NUMBER_BOUND:
         return value
-    if field == "max_events":
-        if value.strip().isdigit():
-            return int(value.strip())
-        raise WebhookRefused(f"max_events={value!r} is not valid: give a whole number of events, null or 'default'.")
-    try:
-        return parse_duration(value)
-    except ValueError as exc:
-        raise WebhookRefused(f"retention is not valid: {exc}; or null or 'default'. Nothing was changed.") from None
+    if isinstance(value, str):
+        with contextlib.suppress(ValueError):
+            return parse_duration(value) if field == "retention" else parse_count(value)
+    raise WebhookRefused(f"{field}={_quoted(value)} is not valid: {_accepted_forms(field, settings)}")
+
+
+def _accepted_forms(field: LimitField, settings: WebhookSettings) -> str:
+    if field == "retention":
+        what = (
+            f"give whole seconds from {MIN_RETENTION_SECONDS} (1h) to {settings.retention_ceiling} (this server's "
+            "ceiling), as a JSON integer or a string of ASCII digits 0-9, optionally ending in s, m, h or d (e.g. "
+            "36h, 30d, 90m)"
+        )
+    else:
+        what = (
+            f"give a whole number of events from {MIN_MAX_EVENTS} to {settings.max_events_ceiling} (this server's "
+            "ceiling), as a JSON integer or a string of ASCII digits 0-9"
+        )
+    return (
+        f"{what}, at most {NUMBER_TEXT_MAX} characters with no space or sign; or JSON null or 'default' for the "
+        "server default. Nothing was changed."
+    )
+
+
+def _quoted(value: object) -> str:
+    """`value` as a refusal quotes it: a string escaped to ASCII and cut after `NUMBER_TEXT_MAX` characters, a
+    number as it is when it is short, anything else by its kind, so that the refusal stays short."""
+    if isinstance(value, str):
+        cut = f"… ({len(value)} characters)" if len(value) > NUMBER_TEXT_MAX else ""
+        return ascii(value[:NUMBER_TEXT_MAX]) + cut
+    if isinstance(value, bool):
+        return json.dumps(value)
+    if isinstance(value, int | float):
+        return (
+            repr(value) if abs(value) < _NUMBER_BOUND else f"(a number beyond {NUMBER_TEXT_MAX} digits or not finite)"
+        )
+    return "(a JSON array)" if isinstance(value, list) else "(a JSON object)"

@@ -18,15 +18,32 @@ MIN_MAX_EVENTS = 1
 #: failures in a row after which delivery pauses
 FAILURE_THRESHOLD = 10
 
-_DURATION = re.compile(r"(\d+)\s*([smhd]?)")
+#: the most characters a count or a duration may be written with; a longer text is refused unread
+NUMBER_TEXT_MAX = 20
+#: ASCII digits only: `\d` and `str.isdigit` also take other scripts' digits (`int` reads U+0661 U+0660 as 10),
+#: and `str.isdigit` superscripts, which `int` then refuses
+_COUNT = re.compile(r"[0-9]+")
+_DURATION = re.compile(r"([0-9]+)([smhd]?)")
 _UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": HOUR, "d": DAY}
 
 
+def parse_count(text: str) -> int:
+    """A whole number written in ASCII digits, at most `NUMBER_TEXT_MAX` of them, nothing else (no sign, no
+    space); ValueError naming the accepted form."""
+    if len(text) > NUMBER_TEXT_MAX or not _COUNT.fullmatch(text):
+        raise ValueError(f"use a whole number in ASCII digits 0-9, at most {NUMBER_TEXT_MAX} of them")
+    return int(text)
+
+
 def parse_duration(text: str) -> int:
-    """Seconds from `3600`, `90m`, `36h` or `30d`; ValueError naming the accepted forms."""
-    match = _DURATION.fullmatch(text.strip().lower())
+    """Seconds from `3600`, `90m`, `36h` or `30d`: ASCII digits and at most one lower-case unit, nothing else,
+    at most `NUMBER_TEXT_MAX` characters; ValueError naming the accepted forms."""
+    match = _DURATION.fullmatch(text) if len(text) <= NUMBER_TEXT_MAX else None
     if match is None:
-        raise ValueError(f"{text!r} is not a duration: use whole seconds or a number with s, m, h or d (e.g. 36h, 30d)")
+        raise ValueError(
+            "use whole seconds or a number with s, m, h or d (e.g. 36h, 30d, 90m), in ASCII digits 0-9, at most "
+            f"{NUMBER_TEXT_MAX} characters"
+        )
     return int(match.group(1)) * _UNIT_SECONDS[match.group(2)]
 
 
@@ -38,7 +55,7 @@ def default_store_url(env: Mapping[str, str]) -> str:
 
 @dataclass(frozen=True)
 class WebhookSettings:
-    #: IMAP_MCP_WEBHOOKS: false = the webhook tools report `unavailable`, nothing is delivered
+    #: IMAP_MCP_WEBHOOKS: false = the webhook tools only read (status `unavailable`), nothing is delivered
     enabled: bool = True
     #: IMAP_MCP_STORE: sqlite:///path or postgresql://...
     store_url: str = field(default_factory=lambda: default_store_url(os.environ))
@@ -59,18 +76,24 @@ def _duration_setting(env: Mapping[str, str], name: str, default: int) -> int:
     if not raw:
         return default
     try:
-        return parse_duration(raw)
+        return parse_duration(raw.lower())
     except ValueError as exc:
-        raise ConfigError(f"{name}={raw!r} is not valid: {exc}.") from None
+        raise ConfigError(f"{name}={raw[: NUMBER_TEXT_MAX + 1]!r} is not valid: {exc}.") from None
 
 
 def _count_setting(env: Mapping[str, str], name: str, default: int) -> int:
     raw = env.get(name, "").strip()
     if not raw:
         return default
-    if not raw.isdigit() or int(raw) < 1:
-        raise ConfigError(f"{name}={raw!r} is not valid: use a whole number of at least 1.")
-    return int(raw)
+    try:
+        count = parse_count(raw)
+    except ValueError:
+        count = 0  # refused below, in the same words as a zero
+    if count < 1:
+        raise ConfigError(
+            f"{name}={raw[: NUMBER_TEXT_MAX + 1]!r} is not valid: use a whole number of at least 1 in ASCII digits 0-9."
+        )
+    return count
 
 
 def _within(name: str, value: int, low: int, ceiling_name: str, ceiling: int) -> None:

@@ -25,7 +25,7 @@ class WebhookStatus(BaseModel):
     state: State = Field(
         description="active (enabled, delivering), paused (enabled, backing off after failures), disabled (turned "
         "off), unreadable (saved, but no configured key can decrypt it), not_configured, or unavailable (the "
-        "operator set IMAP_MCP_WEBHOOKS=false). unreadable wins over unavailable."
+        "operator set IMAP_MCP_WEBHOOKS=false: the setters refuse). unreadable wins over unavailable."
     )
     enabled: bool = Field(description="Whether the user has turned delivery on.")
     paused: bool = Field(description="Whether repeated failures are pausing delivery.")

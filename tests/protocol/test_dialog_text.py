@@ -2,11 +2,13 @@
 
 Property tests over hypothesis-generated names and subjects (any Unicode: line and paragraph
 separators of every kind, C0/C1 controls, bidirectional and other format characters, combining
-marks, surrogates): the dialog's lines and every word outside the quoted values are exactly the
-template's, each quoted value reads back as the value (or its start, with a cut marker), and no
-character that could break a line or reorder text appears unescaped. Then end to end against
-Dovecot: creating or renaming a mailbox to such a name is refused; one made by another mail client
-is shown escaped.
+marks, surrogates, blank and invisible characters): the dialog's lines and every word outside the
+quoted values are exactly the template's, each quoted value reads back as the value (or its start,
+with a cut marker), and no character that could break a line, reorder text or render blank or
+invisible appears unescaped. Which characters those are is this module's own oracle, `must_not_show`,
+written from the Unicode categories and names, never from the code under test; one test runs it over
+every code point. Then end to end against Dovecot: creating or renaming a mailbox to such a name is
+refused; one made by another mail client is shown escaped.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from harness import Account, Person, error_text, guarded_client, mailbox_names
 from hypothesis import given
 from hypothesis import strategies as st
 
-from imap_mcp.protocol.texts import SHOWN_MAX, needs_escape, shown
+from imap_mcp.protocol.texts import SHOWN_MAX, shown
 from imap_mcp.server.changes.folders import PlannedFolderChange
 from imap_mcp.server.changes.messages import PlannedMessageChange
 from imap_mcp.server.changes.questions import delete_mailbox_request, message_change_request, rename_mailbox_request
@@ -31,14 +33,42 @@ from imap_mcp.server.outgoing.compose import Draft, describe_for_approval, uniqu
 QUOTED = re.compile(r'"(?:[^"\\]|\\.)*"(?:… \(\d+ more characters not shown\))?')
 LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 BIDI_AND_INVISIBLE = "\u200b\u200c\u200d\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\ufeff\u061c"
+#: five code points that render blank yet passed the escaping once (an attacker's find)
+BLANK_FOUND = ("\u2800", "\u17b4", "\u17b5", "\U0001d159", "\ufffc")
+#: the categories whose every character must be escaped: controls, format, separators, private use,
+#: unassigned, surrogates (and Zs, spaces, apart from U+0020: see `must_not_show`)
+ESCAPED_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Co", "Cn", "Cs"})
 
-hostile_text = st.text(
-    alphabet=st.one_of(
+
+def must_not_show(char: str) -> bool:
+    """Whether `char` may never appear raw in a dialog: a category above, a space other than U+0020, one of
+    the five found blank, or (by name) a variation selector, a Hangul filler or the combining grapheme joiner,
+    which Unicode lists as default-ignorable (rendered invisible)."""
+    category = unicodedata.category(char)
+    if category in ESCAPED_CATEGORIES or (category == "Zs" and char != " ") or char in BLANK_FOUND:
+        return True
+    name = unicodedata.name(char, "")
+    return (
+        "VARIATION SELECTOR" in name or ("HANGUL" in name and "FILLER" in name) or name == "COMBINING GRAPHEME JOINER"
+    )
+
+
+def shown_raw(text: str) -> list[str]:
+    """The characters of `text` that must not show but do, as U+XXXX."""
+    return [f"U+{ord(char):04X}" for char in sorted(set(text)) if must_not_show(char)]
+
+
+#: any text, with the characters that break, reorder or hide drawn often: a list of characters joined, since
+#: `st.text(alphabet=...)` merges the alphabet into one set of code points drawn mostly from its low end
+#: (it would almost never pick U+2028 or U+2800 out of the samples)
+hostile_text = st.lists(
+    st.one_of(
         st.characters(codec=None),
-        st.sampled_from(LINE_BREAKS + BIDI_AND_INVISIBLE + '"\\\u0301\u20dd\u3164\u00a0\x1b\x9b'),
+        st.sampled_from(LINE_BREAKS + BIDI_AND_INVISIBLE + '"\\\u0301\u20dd\u00a0\x1b\x9b'),
+        st.sampled_from((*BLANK_FOUND, "\u3164", "\ufe0f", "\u034f", "\U000e0101")),
     ),
     max_size=300,
-)
+).map("".join)
 
 
 def skeleton(text: str) -> str:
@@ -56,7 +86,7 @@ def assert_unforgeable(question: str, template: str, values: set[str]) -> None:
     """`question` has the template's lines and words, and each quoted value reads back as one of `values`."""
     assert skeleton(question) == skeleton(template)
     assert question.splitlines() == question.split("\n") and len(question.splitlines()) == len(template.splitlines())
-    assert not any(needs_escape(char) for char in question.replace("\n", "")), ascii(question)
+    assert not shown_raw(question.replace("\n", "")), ascii(question)
     assert set(read_back(question)) <= {value[:SHOWN_MAX] for value in values}
 
 
@@ -79,7 +109,7 @@ def test_a_shown_value_is_one_quoted_line_that_reads_back_as_the_value(value: st
     assert rendered.splitlines() == [rendered]
     assert QUOTED.fullmatch(rendered)
     assert read_back(rendered) == [value[:SHOWN_MAX]]
-    assert not any(needs_escape(char) for char in rendered)
+    assert not shown_raw(rendered)
     assert unicodedata.category(rendered[1]) not in ("Mn", "Me", "Mc")  # nothing sits on the opening quote
     assert rendered.endswith(f"({len(value) - SHOWN_MAX} more characters not shown)") == (len(value) > SHOWN_MAX)
 
@@ -105,6 +135,23 @@ def test_send_dialogs_say_exactly_the_templates_words_whatever_the_subject_and_m
     assert_unforgeable(reply, describe_for_approval(draft("S"), reply_in="M"), {mailbox})
 
 
+def test_no_code_point_that_must_not_show_survives_anywhere_in_unicode() -> None:
+    """Every code point U+0000..U+10FFFF, one plane per value: none the oracle names is left raw."""
+    for plane in range(17):
+        text = "".join(map(chr, range(plane << 16, (plane + 1) << 16)))
+        rendered = shown(text, limit=len(text))
+        assert rendered.splitlines() == [rendered], f"plane {plane}"
+        assert not shown_raw(rendered), f"plane {plane}"
+
+
+@pytest.mark.parametrize("char", BLANK_FOUND, ids=[f"U+{ord(c):04X}" for c in BLANK_FOUND])
+def test_a_code_point_found_to_render_blank_is_escaped(char: str) -> None:
+    escaped = json.dumps(char)[1:-1]  # \uXXXX, a surrogate pair beyond the BMP
+    assert escaped.startswith("\\u")
+    assert shown(f"Archive{char}") == f'"Archive{escaped}"'
+    assert shown(f"{char}Archive") == f'"{escaped}Archive"'
+
+
 def test_an_address_that_is_not_one_plain_word_is_quoted() -> None:
     """A quoted local part may hold spaces: shown as a value, never as the template's words."""
     hostile = '"Account: x  Supplied by the IMAP server"@evil.example'
@@ -124,6 +171,8 @@ HOSTILE_NAMES = [
     "a\u2066b\u2069",
     "zero\u200bwidth",
     "tag\U000e0041",
+    "blank\u2800braille",
+    "heart\ufe0f",
 ]
 
 
@@ -162,4 +211,4 @@ async def test_a_name_made_by_another_mail_client_is_shown_escaped(account: Acco
     assert len(question.splitlines()) == len(
         delete_mailbox_request("t", PlannedFolderChange("delete_mailbox", "a", "A")).question.splitlines()
     )
-    assert not any(needs_escape(char) for char in question.replace("\n", ""))
+    assert not shown_raw(question.replace("\n", ""))
