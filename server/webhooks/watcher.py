@@ -9,7 +9,6 @@ read it: a restart, or a second watcher, can neither lose nor repeat one. A new 
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import threading
 import time
 from collections.abc import Sequence
@@ -21,10 +20,9 @@ from imap_mcp.server.config import ImapSettings
 from imap_mcp.server.imap.connection import connect
 from imap_mcp.server.imap.message_ids import MessageRef
 from imap_mcp.server.logs import get_logger
-from imap_mcp.server.reading.parts import decode_words
-from imap_mcp.server.reading.summaries import addresses
 from imap_mcp.server.store.database import Store, Tx
-from imap_mcp.server.webhooks.outbox import enqueue, rfc3339
+from imap_mcp.server.webhooks.outbox import enqueue
+from imap_mcp.server.webhooks.payloads import describe
 from imap_mcp.server.webhooks.rows import load_row
 from imap_mcp.server.webhooks.settings import WebhookSettings
 
@@ -166,30 +164,8 @@ class InboxWatcher:
         get_logger().info("watch: %s INBOX watched from uid %d (UIDVALIDITY %d)", self.account, end, uidvalidity)
 
     def _payloads(self, client: IMAPClient, uidvalidity: int, uids: Sequence[int]) -> list[dict[str, Any]]:
-        fetched = client.fetch(list(uids), ["ENVELOPE", "INTERNALDATE"])
-        return [self._payload(uidvalidity, uid, fetched.get(uid, {})) for uid in uids]
-
-    def _payload(self, uidvalidity: int, uid: int, data: dict[bytes, Any]) -> dict[str, Any]:
-        """An event's data: never the body."""
-        envelope = data.get(b"ENVELOPE")
-        received = data.get(b"INTERNALDATE")
-        return {
-            "account": self.account,
-            "mailbox": MAILBOX,
-            "id": MessageRef(MAILBOX, uidvalidity, uid).id,
-            "uid": uid,
-            "from": ", ".join(addresses(envelope.from_)) if envelope else "",
-            "subject": decode_words(envelope.subject) if envelope and envelope.subject else "",
-            "date": _date(received),
-        }
-
-
-def _date(received: Any) -> str | None:
-    if not isinstance(received, dt.datetime):
-        return None
-    if received.tzinfo is None:
-        return received.isoformat()
-    return rfc3339(received.timestamp())
+        """Each message's event data, bounded whatever the message holds (`payloads`); never the body."""
+        return describe(client, self.account, [MessageRef(MAILBOX, uidvalidity, uid) for uid in uids])
 
 
 def _close(client: IMAPClient) -> None:

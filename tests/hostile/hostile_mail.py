@@ -259,3 +259,11 @@ def messages() -> st.SearchStrategy[bytes]:
         st.lists(header_values(), max_size=3),
         structures(),
     )
+
+
+def many_addresses(count: int) -> bytes:
+    """A message whose From holds `count` addresses (40,000 make its ENVELOPE one IMAP line over 1,000,000 bytes)."""
+    addresses = ",\r\n ".join(f"person-{n:05d}@recipients.example.net" for n in range(count))
+    return (
+        f"From: {addresses}\r\nTo: demo@example.org\r\nSubject: forty thousand senders\r\n\r\nHello all.\r\n"
+    ).encode()

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from harness import Account, error_text, message_ids, search, served, structured
+from hostile_mail import many_addresses
 from mcp import Client
 
 from imap_mcp.server.imap.message_ids import decode_id
@@ -117,13 +118,6 @@ async def test_a_text_in_a_byte_order_charset_without_its_byte_order_mark_is_rea
         if charset == "utf-32":  # the decoder refuses: read as undeclared text (UTF-8 here)
             assert message["body"]["text"] == "plain words without a mark\n"
         await assert_still_reads_the_ordinary_message(client, ordinary_id)
-
-
-def many_addresses(count: int) -> bytes:
-    addresses = ",\r\n ".join(f"person-{n:05d}@recipients.example.net" for n in range(count))
-    return (
-        f"From: {addresses}\r\nTo: demo@example.org\r\nSubject: forty thousand senders\r\n\r\nHello all.\r\n"
-    ).encode()
 
 
 def many_parts(count: int) -> bytes:

@@ -7,7 +7,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from harness import Account
 from postgres import PrivatePostgres
+from watching import Operator, operating
 from webhook_helpers import ACCOUNT, AUTH_HEADER, HOOK_URL, LogLines, new_key
 
 from imap_mcp.server.config import Secret
@@ -70,3 +72,12 @@ def server_log() -> Iterator[LogLines]:
     finally:
         logger.removeHandler(handler)
         logger.setLevel(previous)
+
+
+@pytest.fixture
+def sqlite_operator(empty_account: Account, tmp_path: Path) -> Iterator[Operator]:
+    """The account's operator with a SQLite store; retries every second."""
+    with operating(
+        empty_account, f"sqlite:///{tmp_path / 'store.sqlite3'}", tmp_path, IMAP_MCP_WEBHOOK_RETRY_INTERVAL="1"
+    ) as running:
+        yield running

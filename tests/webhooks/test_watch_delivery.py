@@ -42,15 +42,6 @@ def operator(empty_account: Account, tmp_path: Path, store_url: str) -> Iterator
         yield running
 
 
-@pytest.fixture
-def sqlite_operator(empty_account: Account, tmp_path: Path) -> Iterator[Operator]:
-    """The account's operator with a SQLite store; retries every second."""
-    with operating(
-        empty_account, f"sqlite:///{tmp_path / 'store.sqlite3'}", tmp_path, IMAP_MCP_WEBHOOK_RETRY_INTERVAL="1"
-    ) as running:
-        yield running
-
-
 def served_settings(operator: Operator) -> Settings:
     return Settings(imap=operator.account.imap_settings(), webhooks=load_webhook_settings(operator.env()))
 
