@@ -41,7 +41,9 @@ def add_webhook_commands(commands: Any) -> None:
     webhook = commands.add_parser("webhook", help="set, show or clear the account's new-mail webhook (operator only)")
     actions = webhook.add_subparsers(dest="webhook_action", metavar="ACTION", required=True)
     setting = actions.add_parser("set", help="save and turn on the webhook; prints the signing secret once")
-    setting.add_argument("--url", required=True, help="where events are POSTed (https://…)")
+    setting.add_argument(
+        "--url", required=True, help="where events are POSTed (https://…; plain http:// only to a loopback host)"
+    )
     setting.add_argument("--auth-header", help="a header sent with every event, e.g. 'Authorization: Bearer …'")
     show = actions.add_parser("show", help="what get_webhook_status shows (never the URL or secrets)")
     clear = actions.add_parser("clear", help="remove the webhook and its outbox")
