@@ -12,8 +12,6 @@ import time
 import uuid
 from typing import Any, NoReturn
 
-import httpx
-
 from imap_mcp.server.config import Settings
 from imap_mcp.server.errors import ImapMcpError
 from imap_mcp.server.logs import get_logger
@@ -149,14 +147,13 @@ def _pump(
     store: Store, settings: Settings, active: threading.Event, stop: threading.Event, added: threading.Event
 ) -> None:
     cipher = StoreCipher([key.reveal() for key in settings.webhooks.store_keys])
-    with httpx.Client(follow_redirects=False) as client:
-        while not stop.is_set():
-            delivered = False
-            if active.is_set():
-                try:
-                    delivered = deliver_one(store, cipher, settings.webhooks, settings.imap.account, client)
-                except ImapMcpError as exc:
-                    get_logger().warning("watch: delivery skipped (%s)", exc)
-            if not delivered:
-                added.wait(PUMP_POLL)
-                added.clear()
+    while not stop.is_set():
+        delivered = False
+        if active.is_set():
+            try:
+                delivered = deliver_one(store, cipher, settings.webhooks, settings.imap.account)
+            except ImapMcpError as exc:
+                get_logger().warning("watch: delivery skipped (%s)", exc)
+        if not delivered:
+            added.wait(PUMP_POLL)
+            added.clear()
