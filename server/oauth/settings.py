@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
 
-from imap_mcp.server.config import ConfigError, Secret, is_loopback
+from imap_mcp.server.config import ConfigError, Secret, _positive_float, is_loopback
 
 AuthMode = Literal["password", "oauth2"]
 AUTH_MODES: tuple[AuthMode, ...] = ("password", "oauth2")
@@ -78,6 +78,7 @@ class OAuthSettings:
     device_url: str | None = None
     auth_url: str | None = None
     provider: str | None = None
+    #: IMAP_TIMEOUT: seconds one request to the provider may take in all
     timeout: float = 30.0
 
 
@@ -170,9 +171,12 @@ def _refresh_token(env: Mapping[str, str]) -> tuple[Secret | None, Path | None]:
 
 
 def load_oauth_settings(
-    env: Mapping[str, str], *, need_refresh_token: bool = True, timeout: float = 30.0
+    env: Mapping[str, str], *, need_refresh_token: bool = True, timeout: float | None = None
 ) -> OAuthSettings:
-    """The IMAP_OAUTH_* settings; without `need_refresh_token` (sign-in), no refresh token is looked for."""
+    """The IMAP_OAUTH_* settings; without `need_refresh_token` (sign-in), no refresh token is looked for.
+
+    `timeout` bounds each request to the provider: IMAP_TIMEOUT (read from `env` when not given).
+    """
     name = provider_name(env)
     known = provider(name, env.get("IMAP_OAUTH_TENANT", "").strip() or "common") if name else None
     token_url = endpoint(env, "IMAP_OAUTH_TOKEN_URL", known.token_url if known else None)
@@ -200,5 +204,5 @@ def load_oauth_settings(
         device_url=endpoint(env, "IMAP_OAUTH_DEVICE_URL", known.device_url if known else None),
         auth_url=endpoint(env, "IMAP_OAUTH_AUTH_URL", known.auth_url if known else None),
         provider=name,
-        timeout=timeout,
+        timeout=_positive_float(env, "IMAP_TIMEOUT", 30.0) if timeout is None else timeout,
     )

@@ -26,6 +26,7 @@ from imap_mcp.server.oauth.endpoint import post_form
 from imap_mcp.server.oauth.errors import OAuthError, ProviderRefused
 from imap_mcp.server.oauth.settings import PROVIDERS, OAuthSettings, load_oauth_settings, provider
 from imap_mcp.server.oauth.token_file import write_fields
+from imap_mcp.server.outbound_http import excerpt
 
 Flow = Literal["device", "browser"]
 DEVICE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
@@ -211,9 +212,9 @@ def _browser_flow(sign_in: SignIn, out: TextIO) -> dict[str, Any]:
     if answer is None:
         raise SignInFailed("The browser did not come back in time; run imap-mcp auth again.")
     if "code" not in answer:
-        raise SignInFailed(
-            f"The provider did not sign you in ({answer.get('error', 'no code')}); run imap-mcp auth again."
-        )
+        hidden = [settings.client_secret.reveal()] if settings.client_secret else []
+        said = excerpt(answer.get("error", "no code"), hidden)
+        raise SignInFailed(f"The provider did not sign you in ({said}); run imap-mcp auth again.")
     return post_form(
         settings,
         settings.token_url,

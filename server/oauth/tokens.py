@@ -14,10 +14,9 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from urllib.parse import urlsplit
 
 from imap_mcp.server.logs import get_logger
-from imap_mcp.server.oauth.endpoint import post_form
+from imap_mcp.server.oauth.endpoint import post_form, where
 from imap_mcp.server.oauth.errors import OAuthError, ProviderRefused, SignInRequired
 from imap_mcp.server.oauth.settings import OAuthSettings
 from imap_mcp.server.oauth.token_file import read_fields, store_refresh_token
@@ -81,6 +80,7 @@ class TokenSource:
                 self.settings,
                 self.settings.token_url,
                 {"grant_type": "refresh_token", "refresh_token": refresh_token, **self._scope()},
+                also_secret=[self._cached.value] if self._cached else [],
             )
         except ProviderRefused as exc:
             if exc.code == "invalid_grant":
@@ -127,7 +127,7 @@ class TokenSource:
         )
 
     def _host(self) -> str:
-        return urlsplit(self.settings.token_url).netloc
+        return where(self.settings.token_url)
 
 
 def _lifetime(expires_in: object) -> float:

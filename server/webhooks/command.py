@@ -12,8 +12,6 @@ import time
 import uuid
 from typing import Any, NoReturn
 
-import httpx
-
 from imap_mcp.server.config import Settings
 from imap_mcp.server.errors import ImapMcpError
 from imap_mcp.server.logs import get_logger
@@ -41,7 +39,9 @@ def add_webhook_commands(commands: Any) -> None:
     webhook = commands.add_parser("webhook", help="set, show or clear the account's new-mail webhook (operator only)")
     actions = webhook.add_subparsers(dest="webhook_action", metavar="ACTION", required=True)
     setting = actions.add_parser("set", help="save and turn on the webhook; prints the signing secret once")
-    setting.add_argument("--url", required=True, help="where events are POSTed (https://…)")
+    setting.add_argument(
+        "--url", required=True, help="where events are POSTed (https://…; plain http:// only to a loopback host)"
+    )
     setting.add_argument("--auth-header", help="a header sent with every event, e.g. 'Authorization: Bearer …'")
     show = actions.add_parser("show", help="what get_webhook_status shows (never the URL or secrets)")
     clear = actions.add_parser("clear", help="remove the webhook and its outbox")
@@ -147,14 +147,13 @@ def _pump(
     store: Store, settings: Settings, active: threading.Event, stop: threading.Event, added: threading.Event
 ) -> None:
     cipher = StoreCipher([key.reveal() for key in settings.webhooks.store_keys])
-    with httpx.Client(follow_redirects=False) as client:
-        while not stop.is_set():
-            delivered = False
-            if active.is_set():
-                try:
-                    delivered = deliver_one(store, cipher, settings.webhooks, settings.imap.account, client)
-                except ImapMcpError as exc:
-                    get_logger().warning("watch: delivery skipped (%s)", exc)
-            if not delivered:
-                added.wait(PUMP_POLL)
-                added.clear()
+    while not stop.is_set():
+        delivered = False
+        if active.is_set():
+            try:
+                delivered = deliver_one(store, cipher, settings.webhooks, settings.imap.account)
+            except ImapMcpError as exc:
+                get_logger().warning("watch: delivery skipped (%s)", exc)
+        if not delivered:
+            added.wait(PUMP_POLL)
+            added.clear()

@@ -1,7 +1,10 @@
 """The delivery pump: the oldest undelivered event, POSTed signed; backoff, pause after 10 failures in a row.
 
 At-least-once: an event counts as delivered only once the receiver answered 2xx and that was
-recorded, so a watcher killed in between sends it again, with the same `webhook-id`.
+recorded, so a watcher killed in between sends it again, with the same `webhook-id`. An attempt
+has `POST_TIMEOUT` seconds in all, reads only the answer's status line and headers, and follows no
+redirect (`outbound_http`). Every failed attempt is one log line: the error, the attempt's number,
+when the next is due; never the URL's path or query, the auth header or the secret.
 """
 
 from __future__ import annotations
@@ -9,8 +12,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-import httpx
-
+from imap_mcp.server import outbound_http
 from imap_mcp.server.logs import get_logger
 from imap_mcp.server.store.database import Store, Tx
 from imap_mcp.server.webhooks.cipher import StoreCipher, Unreadable
@@ -19,7 +21,7 @@ from imap_mcp.server.webhooks.rows import Receiver, WebhookRow, invalid_url_reas
 from imap_mcp.server.webhooks.settings import FAILURE_THRESHOLD, WebhookSettings
 from imap_mcp.server.webhooks.signing import signed_headers
 
-#: seconds a receiver has to answer one delivery
+#: seconds one delivery may take in all: connecting, sending, and the receiver's status line and headers
 POST_TIMEOUT = 10.0
 
 
@@ -29,8 +31,20 @@ class Due:
     event: Event
 
 
+@dataclass(frozen=True)
+class Failed:
+    """A failed attempt as recorded: its number among the failures in a row, when the next is due."""
+
+    attempt: int
+    wait: float
+    paused: bool
+
+
 def due_delivery(store: Store, cipher: StoreCipher, settings: WebhookSettings, account: str, now: float) -> Due | None:
-    """The event to deliver now, or None: nothing pending, turned off, paused until later, or unreadable."""
+    """The event to deliver now, or None: nothing pending, turned off, paused until later, or unreadable.
+
+    A URL no event may go to (`invalid_url_reason`) is still due: the attempt fails, saying why.
+    """
     if not settings.enabled:
         return None
     with store.transaction() as tx:
@@ -44,26 +58,27 @@ def due_delivery(store: Store, cipher: StoreCipher, settings: WebhookSettings, a
         endpoint = open_endpoint(row, cipher)
     except Unreadable:
         return None
-    return Due(endpoint, event) if invalid_url_reason(endpoint.url) is None else None
+    return Due(endpoint, event)
 
 
-def post(client: httpx.Client, due: Due, now: float) -> str | None:
-    """Deliver `due`; None when the receiver accepted it (2xx), else a short summary without any secret."""
+def post(due: Due, now: float) -> str | None:
+    """Deliver `due`; None when the receiver accepted it (2xx), else a short summary (secrets not yet hidden)."""
+    reason = invalid_url_reason(due.endpoint.url)
+    if reason is not None:
+        return f"not sent: {reason}; set the URL again with imap-mcp webhook set"
     body = due.event.body
     headers = signed_headers(due.endpoint, due.event.webhook_id, int(now), body)
     try:
-        response = client.post(due.endpoint.url, content=body.encode(), headers=headers, timeout=POST_TIMEOUT)
-    except httpx.TimeoutException:
+        answer = outbound_http.post(due.endpoint.url, body.encode(), headers, seconds=POST_TIMEOUT, limit=0)
+    except outbound_http.TooSlow:
         return f"no answer within {POST_TIMEOUT:g} s"
-    except httpx.ConnectError:
+    except outbound_http.Redirected as exc:
+        return f"HTTP {exc.status} (redirects are not followed)"
+    except outbound_http.Unreachable:
         return "could not connect to the receiver"
-    except httpx.HTTPError as exc:
-        return f"the request failed ({type(exc).__name__})"
-    if 200 <= response.status_code < 300:
-        return None
-    if 300 <= response.status_code < 400:
-        return f"HTTP {response.status_code} (redirects are not followed)"
-    return f"HTTP {response.status_code}"
+    except outbound_http.OutboundError as exc:
+        return f"the request failed ({exc})"
+    return None if 200 <= answer.status < 300 else f"HTTP {answer.status}"
 
 
 def record_success(store: Store, account: str, sequence: int, now: float) -> None:
@@ -81,17 +96,20 @@ def record_success(store: Store, account: str, sequence: int, now: float) -> Non
         )
 
 
-def record_failure(store: Store, settings: WebhookSettings, account: str, error: str, now: float) -> None:
-    """Count a failure: back off 1, 2, 4 … s up to the retry interval; at the threshold, pause."""
+def record_failure(store: Store, settings: WebhookSettings, account: str, error: str, now: float) -> Failed | None:
+    """Count a failure: back off 1, 2, 4 … s up to the retry interval; at the threshold, pause.
+
+    None when the webhook was cleared meanwhile.
+    """
     with store.transaction() as tx:
         tx.lock_account(account)
         row = load_row(tx, account)
         if row is None:
-            return
-        _failed(tx, row, settings, error, now)
+            return None
+        return _failed(tx, row, settings, error, now)
 
 
-def _failed(tx: Tx, row: WebhookRow, settings: WebhookSettings, error: str, now: float) -> None:
+def _failed(tx: Tx, row: WebhookRow, settings: WebhookSettings, error: str, now: float) -> Failed:
     failures = row.consecutive_failures + 1
     paused = failures >= FAILURE_THRESHOLD
     wait = settings.retry_interval if paused else min(2 ** (failures - 1), settings.retry_interval)
@@ -106,26 +124,34 @@ def _failed(tx: Tx, row: WebhookRow, settings: WebhookSettings, error: str, now:
         now,
         row.account,
     )
-    if paused and row.paused_since is None:
-        get_logger().warning("webhook: %s paused after %d failures in a row (%s)", row.account, failures, error)
+    return Failed(failures, wait, paused)
 
 
-def deliver_one(
-    store: Store, cipher: StoreCipher, settings: WebhookSettings, account: str, client: httpx.Client
-) -> bool:
+def deliver_one(store: Store, cipher: StoreCipher, settings: WebhookSettings, account: str) -> bool:
     """Deliver the due event if there is one; True when an attempt was made."""
     due = due_delivery(store, cipher, settings, account, time.time())
     if due is None:
         return False
-    error = post(client, due, time.time())
+    error = post(due, time.time())
     if error is None:
         record_success(store, account, due.event.sequence, time.time())
-    else:
-        record_failure(store, settings, account, _scrubbed(error, due.endpoint), time.time())
+        return True
+    shown = outbound_http.excerpt(error, due.endpoint.secret_values)
+    failed = record_failure(store, settings, account, shown, time.time())
+    if failed is not None:
+        _log_failure(account, due.endpoint, shown, failed)
     return True
 
 
-def _scrubbed(text: str, endpoint: Receiver) -> str:
-    for value in endpoint.secret_values:
-        text = text.replace(value, "***")
-    return text
+def _log_failure(account: str, endpoint: Receiver, error: str, failed: Failed) -> None:
+    """One line per failed attempt: the receiver's host only (as the status shows it), never its path or query."""
+    pause = "delivery paused, " if failed.paused else ""
+    get_logger().warning(
+        "webhook: %s delivery to %s failed (%s), attempt %d; %snext retry in %g s",
+        account,
+        endpoint.host or "(no host)",
+        error,
+        failed.attempt,
+        pause,
+        failed.wait,
+    )

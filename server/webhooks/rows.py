@@ -7,6 +7,7 @@ import secrets
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from imap_mcp.server.config import is_loopback
 from imap_mcp.server.store.database import Tx
 from imap_mcp.server.webhooks.cipher import StoreCipher
 
@@ -74,7 +75,11 @@ def _path_and_query(url: str) -> str:
 
 
 def invalid_url_reason(url: str) -> str | None:
-    """Why `url` cannot receive events, or None when it is an http(s) URL with a host."""
+    """Why `url` cannot receive events, or None: an https URL with a host, or plain http to a loopback host.
+
+    Events carry senders and subjects, and the request a signature and the auth header: in the clear
+    only where they never leave the machine.
+    """
     if not url.strip():
         return "the URL is empty"
     try:
@@ -82,9 +87,11 @@ def invalid_url_reason(url: str) -> str | None:
     except ValueError:
         return "the URL cannot be parsed"
     if parts.scheme not in ("http", "https"):
-        return "the URL does not start with https:// or http://"
+        return "the URL does not start with https:// (or http:// for a loopback host)"
     if not parts.hostname:
         return "the URL has no host"
+    if parts.scheme == "http" and not is_loopback(parts.hostname):
+        return "plain http:// is accepted only for a loopback host (such as 127.0.0.1)"
     return None
 
 

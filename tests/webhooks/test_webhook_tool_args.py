@@ -22,9 +22,9 @@ from jsonschema.validators import validator_for
 from webhook_helpers import ACCOUNT, add_events, event_sequences, served_webhooks, set_columns, with_changes
 
 from imap_mcp.server.config import ConfigError
+from imap_mcp.server.store.database import Store
 from imap_mcp.server.webhooks.rows import WebhookRow, load_row
 from imap_mcp.server.webhooks.settings import WebhookSettings, load_webhook_settings
-from imap_mcp.server.webhooks.store import Store
 
 pytestmark = pytest.mark.anyio
 
