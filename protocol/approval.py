@@ -24,6 +24,7 @@ the SDK cannot know. A state that fails either check is *no answer* and gets a f
 from __future__ import annotations
 
 import logging
+import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -96,6 +97,12 @@ class Decision:
     #: an approved decision's name, from the verified seal: the same on every replay of it, None for a pushed
     #: dialog (no seal). Derive idempotency keys from it, never from the text of the state or token.
     identity: str | None = None
+
+    def evidence(self) -> bytes:
+        """What identifies this approval on every replay of its call (its verified content, never the text of the
+        state or token, which could be spelled another way); fresh bytes each time for a pushed dialog, which
+        has no seal and is not replayed."""
+        return self.identity.encode() if self.identity else secrets.token_bytes(32)
 
     def reply(self, pending: Callable[[str], BaseModel]) -> CallToolResult | InputRequiredResult:
         """Not approved yet: the dialog round as it is, or the token explained, with `pending(token)` as the
