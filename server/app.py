@@ -75,7 +75,7 @@ def build_server(
     changes_mailbox.register(mcp, pool, guard)
     sending.register(mcp, pool, guard, settings.smtp, settings.webhooks.store_url)
     server_info.register(mcp, account, pool, guard)
-    webhooks.register(mcp, settings.webhooks, settings.imap.account)
+    webhooks.register(mcp, settings.webhooks, settings.imap)
     if settings.spec_fixtures:
         from imap_mcp.spec_fixtures import register as register_spec_fixtures
 

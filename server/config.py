@@ -75,7 +75,13 @@ class ImapSettings:
 
     @property
     def account(self) -> str:
-        """The account as `user@host`, which names it in fingerprints and logs."""
+        """The account's identity, `login@host:port`: two accounts that differ in any of the three are two accounts.
+        It names the account in approvals, in the store (webhooks, the approval ledger) and in logs."""
+        return f"{self.username}@{self.host.lower()}:{self.port}"
+
+    @property
+    def legacy_account(self) -> str:
+        """How versions before the port was part of the identity named the account in the store (`login@host`)."""
         return f"{self.username}@{self.host}"
 
 

@@ -89,8 +89,8 @@ def test_serve_says_where_it_listens_and_what_the_check_found(account: Account, 
     with http_server(account.env(), log_path=log) as url:
         assert wait_for_line(log, "listening on") == f"imap-mcp: listening on {url}"
         summary = wait_for_line(log, "imap-mcp: check:")
-    assert summary == f"imap-mcp: check: IMAP ok for {account.username}@127.0.0.1 (implicit TLS), sending off " \
-        "(SMTP_HOST is not set)"  # fmt: skip
+    assert summary == f"imap-mcp: check: IMAP ok for {account.username}@127.0.0.1:{account.server.tls_port} " \
+        "(implicit TLS), sending off (SMTP_HOST is not set)"  # fmt: skip
     assert account.password not in log.read_text()
 
 

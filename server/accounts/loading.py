@@ -291,6 +291,22 @@ def _repeated_tokens(accounts: list[Account]) -> list[str]:
     return problems
 
 
+def _same_mailbox(accounts: list[Account]) -> list[str]:
+    """Accounts that name one mailbox (the same login, host and port): they would share its webhook, its outbox
+    and its approvals' records, so each must be one account."""
+    first: dict[str, str] = {}
+    problems = []
+    for account in accounts:
+        identity = account.settings.imap.account
+        if identity in first:
+            problems.append(
+                f"[accounts.{account.name}] logs in as {identity}, as [accounts.{first[identity]}] does: two "
+                "accounts of one mailbox would share its webhook and records; keep one of them."
+            )
+        first.setdefault(identity, account.name)
+    return problems
+
+
 def load_from_file(path: Path, env: Mapping[str, str]) -> Accounts:
     warnings: list[str] = []
     if env.get("IMAP_MCP_AUTH_TOKENS", "").strip():
@@ -309,6 +325,7 @@ def load_from_file(path: Path, env: Mapping[str, str]) -> Accounts:
         if account is not None:
             accounts.append(account)
     problems.extend(_repeated_tokens(accounts))
+    problems.extend(_same_mailbox(accounts))
     if problems:
         raise ConfigError("\n".join(f"{ACCOUNTS_FILE_VARIABLE} {path}: {p}" for p in problems))
     warning = exposure_warning(path, ACCOUNTS_FILE_VARIABLE)

@@ -14,7 +14,6 @@ advertises the same forms.
 
 from __future__ import annotations
 
-import functools
 from typing import Annotated, Any
 
 from anyio import to_thread
@@ -22,11 +21,11 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import ToolAnnotations
 from pydantic import Field, WithJsonSchema
 
+from imap_mcp.server.config import ImapSettings
 from imap_mcp.server.logs import get_logger
-from imap_mcp.server.store.database import Store
 from imap_mcp.server.tools.annotations import read_only
 from imap_mcp.server.tools.errors import refusals
-from imap_mcp.server.webhooks.operations import KEEP, WebhookAccount, limit_change
+from imap_mcp.server.webhooks.operations import KEEP, WebhookAccount, limit_change, webhook_store
 from imap_mcp.server.webhooks.settings import (
     MIN_MAX_EVENTS,
     MIN_RETENTION_SECONDS,
@@ -68,10 +67,10 @@ def _status_annotations() -> ToolAnnotations:
     return read_only(STATUS_TITLE).model_copy(update={"open_world_hint": False})
 
 
-def register(mcp: MCPServer, settings: WebhookSettings, account: str) -> None:
-    @functools.cache
+def register(mcp: MCPServer, settings: WebhookSettings, imap: ImapSettings) -> None:
     def opened() -> WebhookAccount:
-        return WebhookAccount(Store(settings.store_url), settings, account)
+        store = webhook_store(settings.store_url, imap.account, imap.legacy_account)
+        return WebhookAccount(store, settings, imap.account)
 
     async def run(method: str, *args: Any) -> Any:
         with refusals():
@@ -108,7 +107,7 @@ def register(mcp: MCPServer, settings: WebhookSettings, account: str) -> None:
         enabled: Annotated[bool, Field(description="Whether new-mail alerts should be delivered.")],
     ) -> WebhookStatus:
         status: WebhookStatus = await run("set_enabled", enabled)
-        get_logger().info("webhook: %s enabled=%s state=%s", account, enabled, status.state)
+        get_logger().info("webhook: %s enabled=%s state=%s", imap.account, enabled, status.state)
         return status
 
     @mcp.tool(
@@ -156,7 +155,7 @@ def register(mcp: MCPServer, settings: WebhookSettings, account: str) -> None:
             new_retention = limit_change(retention, "retention", settings) if "retention" in given else KEEP
             new_events = limit_change(max_events, "max_events", settings) if "max_events" in given else KEEP
         status: LimitsStatus = await run("set_limits", new_retention, new_events, reset)
-        get_logger().info("webhook: %s outbox limits set, events_pruned=%d", account, status.events_pruned)
+        get_logger().info("webhook: %s outbox limits set, events_pruned=%d", imap.account, status.events_pruned)
         return status
 
 

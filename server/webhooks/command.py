@@ -19,7 +19,7 @@ from imap_mcp.server.store.database import Store
 from imap_mcp.server.webhooks.cipher import StoreCipher
 from imap_mcp.server.webhooks.delivery import deliver_one
 from imap_mcp.server.webhooks.leases import LEASE_SECONDS, hold_lease, release_lease
-from imap_mcp.server.webhooks.operations import WebhookAccount
+from imap_mcp.server.webhooks.operations import WebhookAccount, webhook_store
 from imap_mcp.server.webhooks.outbox import drop_queued_while_off
 from imap_mcp.server.webhooks.rows import (
     clear_endpoint,
@@ -55,9 +55,13 @@ def _fail(message: str) -> NoReturn:
     raise SystemExit(2)
 
 
+def _store(settings: Settings) -> Store:
+    return webhook_store(settings.webhooks.store_url, settings.imap.account, settings.imap.legacy_account)
+
+
 def run_webhook(settings: Settings, args: argparse.Namespace) -> None:
     try:
-        store = Store(settings.webhooks.store_url)
+        store = _store(settings)
         account = settings.imap.account
         if args.webhook_action == "set":
             _set(store, settings, args.url, args.auth_header)
@@ -103,7 +107,7 @@ def run_watch(settings: Settings) -> None:
     if not settings.webhooks.enabled:
         _fail("IMAP_MCP_WEBHOOKS=false: webhooks are turned off on this server, so there is nothing to watch.")
     try:
-        store = Store(settings.webhooks.store_url)
+        store = _store(settings)
     except ImapMcpError as exc:
         _fail(str(exc))
     stop, active, added = threading.Event(), threading.Event(), threading.Event()

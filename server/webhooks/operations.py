@@ -6,16 +6,18 @@ A refusal is a `WebhookRefused` whose message says what to do; nothing is change
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import time
 from dataclasses import dataclass
 from typing import Literal
 
 from imap_mcp.server.errors import ImapMcpError
+from imap_mcp.server.logs import get_logger
 from imap_mcp.server.store.database import Store, Tx
 from imap_mcp.server.webhooks.cipher import StoreCipher, Unreadable
 from imap_mcp.server.webhooks.outbox import drop_queued_while_off, effective_limits, prune
-from imap_mcp.server.webhooks.rows import WebhookRow, invalid_url_reason, load_row, open_endpoint
+from imap_mcp.server.webhooks.rows import WebhookRow, adopt_legacy_rows, invalid_url_reason, load_row, open_endpoint
 from imap_mcp.server.webhooks.settings import (
     MIN_MAX_EVENTS,
     MIN_RETENTION_SECONDS,
@@ -51,6 +53,20 @@ LimitChange = Keep | Literal["default"] | int
 LimitField = Literal["retention", "max_events"]
 #: a JSON integer this large is refused as it is, never turned into digits (Python refuses past 4300)
 _NUMBER_BOUND = 10**NUMBER_TEXT_MAX
+
+
+@functools.lru_cache(maxsize=256)
+def webhook_store(url: str, account: str, legacy: str) -> Store:
+    """The store at `url`, opened once per process, with rows an earlier version kept under `legacy` adopted by
+    `account` (`rows.adopt_legacy_rows`); `StoreError` when it cannot be opened."""
+    store = Store(url)
+    with store.transaction() as tx:
+        tx.lock_account(legacy)
+        if adopt_legacy_rows(tx, account, legacy):
+            get_logger().info(
+                "webhook rows of %s are now kept under %s (its port is part of its name)", legacy, account
+            )
+    return store
 
 
 class WebhookAccount:

@@ -167,6 +167,22 @@ def save_endpoint(tx: Tx, cipher: StoreCipher, account: str, url: str, auth_head
     return secret
 
 
+#: every table whose rows belong to one account's webhook
+ACCOUNT_TABLES = ("webhooks", "webhook_events", "mailbox_marks", "watcher_leases")
+
+
+def adopt_legacy_rows(tx: Tx, account: str, legacy: str) -> bool:
+    """Give `account` the webhook rows an earlier version kept under `legacy` (`login@host`, without the port),
+    unless it has a webhook of its own; whether it took any. Idempotent."""
+    if legacy == account or tx.one("SELECT account FROM webhooks WHERE account = ?", account) is not None:
+        return False
+    if tx.one("SELECT account FROM webhooks WHERE account = ?", legacy) is None:
+        return False
+    for table in ACCOUNT_TABLES:
+        tx.run(f"UPDATE {table} SET account = ? WHERE account = ?", account, legacy)
+    return True
+
+
 def clear_endpoint(tx: Tx, account: str) -> bool:
     """Remove the account's webhook, its outbox and where the watcher had got to; False if none was saved."""
     tx.run("DELETE FROM webhook_events WHERE account = ?", account)

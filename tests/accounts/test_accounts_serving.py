@@ -150,7 +150,7 @@ async def test_an_approval_for_one_account_never_runs_on_another(dovecot: Doveco
     assert not {1, 2} & inbox_uids(alice)
     log = log_path.read_text()  # the start lines and the refusal name the accounts, never a secret
     assert f"account alice: {alice.username} on 127.0.0.1" in log and f"account bob: {bob.username} on" in log
-    assert f"confirm_token for delete_messages on {bob.username}@127.0.0.1 refused" in log
+    assert f"confirm_token for delete_messages on {bob.username}@127.0.0.1:{bob.server.tls_port} refused" in log
     for secret in (ALICE_TOKEN, BOB_TOKEN, ANY_USER_PASSWORD, "k" * 40, asked["confirm_token"]):
         assert secret not in log
 
