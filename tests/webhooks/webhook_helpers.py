@@ -18,7 +18,7 @@ from imap_mcp.server.webhooks.settings import WebhookSettings
 
 ACCOUNT_USER = "alice"
 #: the account as the server names it (user@host)
-ACCOUNT = f"{ACCOUNT_USER}@127.0.0.1"
+ACCOUNT = f"{ACCOUNT_USER}@127.0.0.1:1"  # as `served_webhooks` names it: login@host:port
 HOOK_URL = "https://hooks.example.net/private-path/x7q?token=url-query-secret"
 AUTH_HEADER = ("Authorization", "Bearer header-value-secret-9d1")
 
