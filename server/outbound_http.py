@@ -21,6 +21,7 @@ from functools import partial
 import anyio
 import httpx
 
+from imap_mcp.server.errors import ImapMcpError
 from imap_mcp.server.tls import tls_context
 
 #: the longest excerpt of a text from the far side
@@ -30,7 +31,7 @@ EXCERPT_CHARS = 200
 _UNSHOWN = frozenset({"Cc", "Cf", "Zl", "Zp"})
 
 
-class OutboundError(Exception):
+class OutboundError(ImapMcpError):
     """The request got no usable answer; the message (what went wrong, by name) holds no URL, header or secret."""
 
 
