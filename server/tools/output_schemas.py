@@ -2,10 +2,13 @@
 
 Clients validate every structured result against the tool's output schema (the Python SDK's
 `ClientSession` does so on each call). A JSON Schema validator's time grows with the schema nodes
-it walks per value, and pydantic writes an optional field as `anyOf` of two one-type branches
-and a nested model as a `$ref` to `$defs`: for a search page of 20 summaries that is most of the
-client's time. `compact` rewrites both into what they mean in one node (`"type": [...]`, the
-definition in place), which any validator reads the same way; recursive definitions stay `$ref`s.
+it walks per value, and pydantic writes a nested model as a `$ref` to `$defs`: `compact` puts each
+definition in place, which any validator reads the same way; recursive definitions stay `$ref`s.
+
+An optional field stays as pydantic writes it, `anyOf` of one-type branches. The one-node spelling,
+a type list (`"type": ["string", "null"]`), is cheaper to check but not portable: clients that map
+tool schemas onto a single-`type` dialect (the OpenAPI subset of Gemini function declarations)
+reject the tool or drop the constraint, and MCP Inspector's `--strict` lint warns about each one.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ _REF_PREFIX = "#/$defs/"
 
 
 def compact(schema: dict[str, Any]) -> dict[str, Any]:
-    """`schema` with its `$defs` inlined (but recursive ones) and `anyOf` of bare types as one type list."""
+    """`schema` with its `$defs` inlined (but recursive ones)."""
     definitions: dict[str, Any] = schema.get("$defs", {})
     if any(
         not reference.startswith(_REF_PREFIX) or reference.removeprefix(_REF_PREFIX) not in definitions
@@ -37,7 +40,7 @@ def compact(schema: dict[str, Any]) -> dict[str, Any]:
         reference = node.pop("$ref", None)
         siblings = {key: rewrite(value, expanding) for key, value in node.items()}
         if not isinstance(reference, str):
-            return _one_type_list(siblings)
+            return siblings
         name = reference.removeprefix(_REF_PREFIX)
         if name in expanding:
             kept.add(name)
@@ -77,17 +80,6 @@ def _with_siblings(definition: Any, siblings: dict[str, Any]) -> Any:
     if isinstance(definition, dict) and siblings.keys() <= _ANNOTATIONS:
         return {**definition, **siblings}
     return {**siblings, "allOf": [definition]}
-
-
-def _one_type_list(node: dict[str, Any]) -> dict[str, Any]:
-    """`anyOf: [{"type": a}, {"type": b}]` → `"type": [a, b]`, when every branch is a bare type."""
-    branches = node.get("anyOf")
-    if not isinstance(branches, list) or "type" in node:
-        return node
-    if not all(isinstance(b, dict) and set(b) == {"type"} and isinstance(b["type"], str) for b in branches):
-        return node
-    rest = {key: value for key, value in node.items() if key != "anyOf"}
-    return {**rest, "type": [branch["type"] for branch in branches]}
 
 
 def compact_output_schemas(mcp: MCPServer) -> None:
