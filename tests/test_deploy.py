@@ -457,11 +457,11 @@ async def test_compose_replica_and_watcher_share_the_postgresql_store(
     comment runs it (`run --rm watcher imap-mcp webhook set …`); all three meet in one PostgreSQL."""
     dockerfile = read_dockerfile()
     store_url = postgres.new_database()
-    ca = mailbox(account, container)
-    operator = {**OPERATOR, **{key: value for key, value in ca.items() if key != "IMAP_CA_FILE"}}
-    services = compose({**operator, "IMAP_MCP_STORE": store_url})["services"]
-    replica_env = container.env(dockerfile, {**environment(services["imap-mcp-1"]), "IMAP_CA_FILE": ca["IMAP_CA_FILE"]})
-    watcher_env = container.env(dockerfile, {**environment(services["watcher"]), "IMAP_CA_FILE": ca["IMAP_CA_FILE"]})
+    given = mailbox(account, container)
+    ca_file = {"IMAP_CA_FILE": given.pop("IMAP_CA_FILE")}  # a file compose would mount; not in compose.yaml
+    services = compose({**OPERATOR, **given, "IMAP_MCP_STORE": store_url})["services"]
+    replica_env = container.env(dockerfile, {**environment(services["imap-mcp-1"]), **ca_file})
+    watcher_env = container.env(dockerfile, {**environment(services["watcher"]), **ca_file})
     assert replica_env["IMAP_MCP_STORE"] == watcher_env["IMAP_MCP_STORE"] == store_url
 
     hook = f"http://127.0.0.1:{free_port()}/hooks/new-mail"
