@@ -1,0 +1,168 @@
+"""A logging IMAP proxy for tests and benchmarks: which commands a client sent, and in which order.
+
+A plain TCP proxy on 127.0.0.1 in front of a real server's plain-text port. It forwards every
+byte both ways as it comes and, on the way to the server, reads the client's command lines: for
+each it keeps the connection it came on, its tag, its command name (`SELECT`, `UID MOVE`, …) and
+its arguments with every quoted string shown as `"…"`. A literal (`{n}` or `{n+}` at the end of a
+line) is passed through unread, and the line after it continues the same command, so the
+contents of a message, a search string sent as a literal or a password are never kept;
+LOGIN's and AUTHENTICATE's arguments are not kept at all.
+
+A command is logged before the bytes that end its line are forwarded, so once the client has its
+answer the command is in the log. `take()` returns what was logged so far and starts afresh,
+which marks a round. The proxy acknowledges what the client sends at once (TCP_QUICKACK), as
+Dovecot's own socket does: imapclient writes a command and its CRLF separately, and with Nagle's
+algorithm on its side a delayed acknowledgement would hold the CRLF back some 40 ms.
+
+    with CommandLog(dovecot.port) as log:
+        ... point the client at 127.0.0.1:log.port with IMAP_TLS=none ...
+        log.take()                      # forget the login
+        ... one round ...
+        assert names(log.take()) == ["EXAMINE", "UID SEARCH", "STATUS"]
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import socket
+import threading
+from dataclasses import dataclass
+
+_LITERAL = re.compile(rb"\{(\d+)\+?\}\r\n$")
+_QUOTED = re.compile(rb'"(?:[^"\\]|\\.)*"')
+#: a tag, then a command word; a line of another shape (an AUTHENTICATE response, IDLE's DONE) is no command
+_COMMAND = re.compile(rb"^([^\s(){%*\"\\]+) ([A-Za-z]+)(?: (.*))?$")
+#: commands whose arguments are credentials: logged by name only
+_SECRET_ARGUMENTS = {"LOGIN", "AUTHENTICATE"}
+
+
+@dataclass(frozen=True)
+class Command:
+    """One command a client sent: on the proxy's `connection`-th connection (from 0), with `tag` and `name`
+    (`UID` and the command after it make one name), and its arguments without quoted strings' contents."""
+
+    connection: int
+    tag: str
+    name: str
+    arguments: str
+
+
+def names(commands: list[Command]) -> list[str]:
+    """The commands' names, in the order they were sent."""
+    return [command.name for command in commands]
+
+
+def parse_command(connection: int, line: bytes) -> Command | None:
+    """The command a client's line starts (`line` without its CRLF), or None when it starts none."""
+    found = _COMMAND.match(line)
+    if found is None:
+        return None
+    tag, word, rest = found.group(1), found.group(2).upper(), found.group(3) or b""
+    name = word.decode("ascii")
+    if name == "UID":
+        second, _, rest = rest.partition(b" ")
+        name = f"UID {second.decode('ascii', 'replace').upper()}"
+    shown = "" if name in _SECRET_ARGUMENTS else _QUOTED.sub(b'"\xe2\x80\xa6"', rest).decode("utf-8", "replace")
+    return Command(connection, tag.decode("ascii", "replace"), name, shown)
+
+
+class _ClientLines:
+    """What one connection's client sends: forwarded as it comes, its command lines logged."""
+
+    def __init__(self, log: CommandLog, connection: int, source: socket.socket, sink: socket.socket) -> None:
+        self.log, self.connection, self.source, self.sink = log, connection, source, sink
+        self.buffer = b""
+        self.literal = 0  #: bytes of a literal still to pass through unread
+        self.continuing = False  #: the next line continues a command (it follows a literal)
+
+    def pump(self) -> None:
+        with contextlib.suppress(OSError):
+            while data := self.source.recv(65536):
+                self.source.setsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK, 1)
+                self.buffer += data
+                self._log_lines()
+                self.sink.sendall(data)  # as it came: holding a part back would stall a client that writes in pieces
+        with contextlib.suppress(OSError):
+            self.sink.shutdown(socket.SHUT_WR)
+
+    def _log_lines(self) -> None:
+        """Log each command line the buffer completes; drop what was read (literals unread)."""
+        while self.buffer:
+            if self.literal:
+                skipped = min(self.literal, len(self.buffer))
+                self.buffer, self.literal = self.buffer[skipped:], self.literal - skipped
+                continue
+            end = self.buffer.find(b"\r\n")
+            if end < 0:
+                return
+            line, self.buffer = self.buffer[: end + 2], self.buffer[end + 2 :]
+            if not self.continuing:
+                self.log._add(parse_command(self.connection, line[:-2]))
+            found = _LITERAL.search(line)
+            self.literal = int(found.group(1)) if found else 0
+            self.continuing = found is not None
+
+
+def _pass_through(source: socket.socket, sink: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        while data := source.recv(65536):
+            sink.sendall(data)
+    with contextlib.suppress(OSError):
+        sink.shutdown(socket.SHUT_WR)
+
+
+class CommandLog:
+    """A proxy on 127.0.0.1:`port` in front of the plain-text IMAP server at `upstream_port`, logging every
+    client command (see the module)."""
+
+    def __init__(self, upstream_port: int, upstream_host: str = "127.0.0.1") -> None:
+        self.upstream = (upstream_host, upstream_port)
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port: int = self._listener.getsockname()[1]
+        self._lock = threading.Lock()
+        self._commands: list[Command] = []
+        self._sockets: list[socket.socket] = []
+        self._stop = threading.Event()
+
+    def take(self) -> list[Command]:
+        """The commands logged since the last `take` (or since the start), oldest first; the log starts afresh."""
+        with self._lock:
+            taken, self._commands = self._commands, []
+        return taken
+
+    def _add(self, command: Command | None) -> None:
+        if command is not None:
+            with self._lock:
+                self._commands.append(command)
+
+    def __enter__(self) -> CommandLog:
+        threading.Thread(target=self._accept, name="command-log", daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._listener.close()
+        for sock in self._sockets:
+            with contextlib.suppress(OSError):
+                sock.close()
+
+    def _accept(self) -> None:
+        self._listener.settimeout(0.1)
+        while not self._stop.is_set():
+            try:
+                client, _ = self._listener.accept()
+            except (TimeoutError, OSError):
+                continue
+            server = socket.create_connection(self.upstream, timeout=30)
+            for sock in (client, server):
+                sock.settimeout(None)
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            with self._lock:
+                connection = len(self._sockets) // 2
+                self._sockets += [client, server]
+            lines = _ClientLines(self, connection, client, server)
+            threading.Thread(target=lines.pump, name="command-log-client", daemon=True).start()
+            threading.Thread(
+                target=_pass_through, args=(server, client), name="command-log-server", daemon=True
+            ).start()
