@@ -30,7 +30,7 @@ from imap_mcp.server.changes.messages import (
     execute_message_change,
 )
 from imap_mcp.server.imap.pool import ImapPool
-from imap_mcp.server.store.ledger import approval_key, ledger_at, running_lifetime
+from imap_mcp.server.store.ledger import approval_key, begin_at, running_lifetime
 
 
 @dataclass(frozen=True)
@@ -54,11 +54,10 @@ async def run_once(
     `logged` is told the report inside the pool operation, before the call answers: a cancelled call gets no
     answer, so its change is logged there.
     """
-    ledger = await anyio.to_thread.run_sync(ledger_at, store_url)
     key = approval_key(plan.account, tool, evidence.hex())
     recorded = {"floor": plan.floor} if plan.floor is not None else None
-    begun = await anyio.to_thread.run_sync(
-        ledger.begin, key, plan.account, tool, running_lifetime(pool.settings.timeout), recorded
+    ledger, begun = await anyio.to_thread.run_sync(
+        begin_at, store_url, key, plan.account, tool, running_lifetime(pool.settings.timeout), recorded
     )
     if begun.holder is None:
         assert begun.entry is not None

@@ -13,8 +13,10 @@ opens the store.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -128,6 +130,7 @@ class Store:
     def __init__(self, url: str) -> None:
         self.url = url
         self.postgres = url.startswith(("postgresql://", "postgres://"))
+        self._local = threading.local()
         if not self.postgres:
             _private_sqlite_file(Path(url.removeprefix("sqlite:///")))
         self._migrate()
@@ -137,13 +140,18 @@ class Store:
 
     @contextmanager
     def transaction(self) -> Iterator[Tx]:
-        """A write transaction: committed when the block ends, rolled back when it raises."""
-        if self.postgres:
-            with self._pg_connection() as connection, connection.transaction():
-                yield Tx(connection.cursor(), postgres=True)
-            return
-        connection = self._sqlite_connection()
+        """A write transaction: committed when the block ends, rolled back when it raises.
+
+        Each thread keeps its own connection open between transactions: opening one costs a PostgreSQL
+        login, and closing SQLite's last one checkpoints its write-ahead log to disk (milliseconds a tool call
+        would wait). A connection that failed is dropped, and the next transaction opens a new one.
+        """
+        connection = self._connection()
         try:
+            if self.postgres:
+                with connection.transaction():
+                    yield Tx(connection.cursor(), postgres=True)
+                return
             connection.execute("BEGIN IMMEDIATE")
             try:
                 yield Tx(connection.cursor(), postgres=False)
@@ -151,8 +159,23 @@ class Store:
                 connection.rollback()
                 raise
             connection.commit()
-        finally:
-            connection.close()
+        except _CONNECTION_ERRORS:
+            self._drop_connection()
+            raise
+
+    def _connection(self) -> Any:
+        kept = getattr(self._local, "connection", None)
+        if kept is None:
+            kept = self._pg_connection() if self.postgres else self._sqlite_connection()
+            self._local.connection = kept
+        return kept
+
+    def _drop_connection(self) -> None:
+        kept = getattr(self._local, "connection", None)
+        self._local.connection = None
+        if kept is not None:
+            with contextlib.suppress(Exception):
+                kept.close()
 
     def _sqlite_connection(self) -> sqlite3.Connection:
         path = self.url.removeprefix("sqlite:///")
@@ -171,7 +194,7 @@ class Store:
                 "IMAP_MCP_STORE names PostgreSQL, but its driver is not installed: pip install 'imap-mcp[postgresql]'."
             ) from None
         try:
-            return psycopg.connect(self.url, connect_timeout=10)
+            return psycopg.connect(self.url, connect_timeout=10, autocommit=True)
         except psycopg.Error as exc:
             reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             raise StoreError(
@@ -196,6 +219,19 @@ class Store:
         with self.transaction() as tx:
             row = tx.one("SELECT version FROM store_schema")
         return int(row[0]) if row else 0
+
+
+def _connection_errors() -> tuple[type[Exception], ...]:
+    """What a failed connection raises: sqlite3's error, and psycopg's base error when it is installed."""
+    try:
+        import psycopg
+    except ImportError:
+        return (sqlite3.Error,)
+    return (sqlite3.Error, psycopg.Error)
+
+
+#: a transaction that raises one of these drops its connection; the next one opens a new one
+_CONNECTION_ERRORS = _connection_errors()
 
 
 def _private_sqlite_file(path: Path) -> None:

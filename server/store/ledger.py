@@ -168,6 +168,14 @@ def ledger_at(url: str) -> Ledger:
     return Ledger(Store(url))
 
 
+def begin_at(
+    url: str, key: str, account: str, tool: str, stale_after: float, outcome: dict[str, Any] | None = None
+) -> tuple[Ledger, Begun]:
+    """`Ledger.begin` in the store at `url`, opening it first if this process has not: one call, one thread hop."""
+    ledger = ledger_at(url)
+    return ledger, ledger.begin(key, account, tool, stale_after, outcome)
+
+
 def _for_update(tx: Tx) -> str:
     """PostgreSQL: hold the row until commit (SQLite holds the whole database from BEGIN IMMEDIATE)."""
     return " FOR UPDATE" if tx.postgres else ""

@@ -32,10 +32,16 @@ def changing(title: str, *, destructive: bool, idempotent: bool) -> ToolAnnotati
     )
 
 
+#: ids decoded on the event loop itself; more go to a worker thread (50,000 take long enough to stall other calls)
+IDS_ON_LOOP = 100
+
+
 async def one_mailbox_off_loop(
     ids: Sequence[str] | None, mailbox: str | None = None, uids: Sequence[int] | None = None
 ) -> MessageSelection:
-    """`one_mailbox` in a worker thread: decoding up to 50,000 ids takes long enough to stall other calls."""
+    """`one_mailbox`, in a worker thread when there are many ids (a thread hop costs more than a few ids)."""
+    if len(ids or ()) + len(uids or ()) <= IDS_ON_LOOP:
+        return one_mailbox(ids, mailbox, uids)
     return await to_thread.run_sync(one_mailbox, ids, mailbox, uids)
 
 
