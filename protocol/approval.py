@@ -3,7 +3,7 @@
 `Guard.approve` returns one `Decision`: approved (`decision.channel` says how; run the change), or
 not yet, and then `decision.reply(...)` is what the tool returns (the `InputRequiredResult` a
 2026-07-28 client shows as a dialog and retries, or the two-call fallback's token). It raises
-`ToolError` when the person said no or a token does not fit. A guarded tool is registered with
+`ApprovalRefused` when the person said no or a token does not fit. A guarded tool is registered with
 `Guard.tool`, which names it once for both the server and the guard. See `eras` for which way is
 taken. The binding is always the same: a `Claim` of the target's fingerprint, computed by the
 caller from the call's own arguments and the mailbox's *current* state, sealed by `sealing`.
@@ -32,7 +32,6 @@ from typing import Any, TypeVar
 
 from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import AcceptedElicitation, Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.request_state import RequestStateSecurity, authenticated_principal
 from mcp.shared.exceptions import MCPError
 from mcp.types import (
@@ -49,6 +48,7 @@ from imap_mcp.sealing import Claim, KeyRing, Sealer, SealError, Target, fingerpr
 
 from . import texts
 from .eras import Channel, channel_for
+from .errors import ApprovalRefused
 from .reask import ReaskOnUnopenedState, install_before_boundary
 
 logger = logging.getLogger("imap_mcp.protocol")
@@ -216,9 +216,9 @@ class Guard:
     def _judge(request: ApprovalRequest, action: str, ticked: object, approved: Decision) -> Decision:
         """`approved` if the person accepted with the box ticked (JSON `true`, nothing else); else a refusal."""
         if action != "accept":
-            raise ToolError(texts.declined(request.summary, action))
+            raise ApprovalRefused(texts.declined(request.summary, action))
         if ticked is not True:
-            raise ToolError(texts.not_ticked(request.summary))
+            raise ApprovalRefused(texts.not_ticked(request.summary))
         return approved
 
     async def _push(self, ctx: Context, request: ApprovalRequest) -> Decision:
@@ -226,9 +226,9 @@ class Guard:
         try:
             answer = await ctx.elicit(request.question, texts.ApprovalForm)
         except MCPError as exc:
-            raise ToolError(texts.dialog_failed(request.summary, exc.error.message)) from None
+            raise ApprovalRefused(texts.dialog_failed(request.summary, exc.error.message)) from None
         except ValueError:  # accepted, but the box is not JSON `true` (e.g. "yes" or 1): not a tick
-            raise ToolError(texts.not_ticked(request.summary)) from None
+            raise ApprovalRefused(texts.not_ticked(request.summary)) from None
         ticked = answer.data.approve if isinstance(answer, AcceptedElicitation) else None
         return self._judge(request, answer.action, ticked, Decision(Channel.PUSH))
 
@@ -244,7 +244,7 @@ class Guard:
             opened = self._tokens.verify(confirm_token, claim, principal)
         except SealError as exc:
             logger.info("confirm_token for %s on %s refused (%s)", request.tool, request.target.account, exc)
-            raise ToolError(texts.token_refused(request.tool, request.summary)) from None
+            raise ApprovalRefused(texts.token_refused(request.tool, request.summary)) from None
         return Decision(Channel.TOKEN, identity=opened.identity)
 
     def _why(self, request: ApprovalRequest) -> str:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from imap_mcp.protocol.errors import ImapMcpError
 from imap_mcp.server.errors import OutgoingError
 from imap_mcp.server.outgoing.compose import parse_address
 
@@ -25,7 +26,7 @@ TlsMode = Literal["implicit", "starttls", "none"]
 TLS_MODES: tuple[TlsMode, ...] = ("implicit", "starttls", "none")
 
 
-class ConfigError(ValueError):
+class ConfigError(ImapMcpError, ValueError):
     """A setting is missing or invalid; the message names the variable and what is valid.
 
     `exit_code` is what the CLI exits with: 2 for a bad setting, except `ELICITATION`, whose

@@ -1,23 +1,30 @@
-"""The one error tree: every refusal or failure a tool reports is an `ImapMcpError`.
+"""The server's branches of the one error tree (its root, `ImapMcpError`, is `protocol.errors`').
 
 Each layer has one base, and subclasses only where a caller acts differently:
 
+- `ArgumentError`: a tool's arguments cannot be used as given (beyond what its input schema says).
 - `MailboxError`: the IMAP side refused or failed (no such mailbox, a stale id, a lost connection,
   a timeout, a change that cannot run as asked). Raw imapclient, imaplib, socket and ssl
   exceptions never leave the pool: `imap.failures.explain` turns each into a `MailboxError`.
 - `OutgoingError`: mail to send cannot be built or was not taken (a bad address, a header
   injection, an SMTP refusal).
+- `StoreError` (`store.database`), `OAuthError` (`oauth.errors`), `WebhookRefused`
+  (`webhooks.operations`), `OutboundError` (`outbound_http`), `ConfigError` (`config`).
 
 The message of every one is written for the model: what went wrong and what to do. The tools
-turn them into tool errors in one place, `tools.errors`; anything else that escapes a tool is a
-crash, which the SDK reports with a generic text (tests tell the two apart).
+turn them into tool results in one place, where they are registered (`tools.registry`); any
+other exception escaping a tool becomes one named internal error there, its traceback logged.
 """
 
 from __future__ import annotations
 
+from imap_mcp.protocol.errors import ImapMcpError
 
-class ImapMcpError(Exception):
-    """A refusal or failure whose message the model can act on."""
+__all__ = ["ArgumentError", "ImapMcpError", "MailboxError", "OutgoingError"]
+
+
+class ArgumentError(ImapMcpError, ValueError):
+    """A tool's arguments cannot be used as given; the message says which and what to give instead."""
 
 
 class MailboxError(ImapMcpError):

@@ -13,8 +13,9 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.types import ASGIApp
 
+from imap_mcp.protocol.errors import ImapMcpError
+from imap_mcp.protocol.spec_errors import ModernEnvelopeRouting
 from imap_mcp.server.http_access import MAX_BODY_BYTES, AccessControl, HttpSettings
-from imap_mcp.server.spec_errors import ModernEnvelopeRouting
 
 MCP_PATH = "/mcp"
 
@@ -56,7 +57,7 @@ def http_app(mcp: MCPServer, settings: HttpSettings | None = None) -> ASGIApp:
     return guarded_app(sdk_http_app(mcp, settings), settings)
 
 
-class CannotListen(OSError):
+class CannotListen(ImapMcpError, OSError):
     """The address to serve on cannot be bound; the message is the one line to print."""
 
 

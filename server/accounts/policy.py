@@ -7,36 +7,12 @@ change nothing; `get_attachments` writing files to `IMAP_DOWNLOAD_DIR` is a chan
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
-
-from mcp.server.mcpserver import MCPServer
-from mcp.types import Icon, ToolAnnotations
 
 from imap_mcp.server.config import ConfigError
+from imap_mcp.server.tools.registry import SERVER_INFO_TOOL, TOOL_NAMES
 
-SERVER_INFO_TOOL = "get_server_info"
-#: every tool this server can offer; a name outside it in a tool list is a start-up error
-TOOL_NAMES = (
-    "list_mailboxes",
-    "search_messages",
-    "list_new_messages",
-    "get_message",
-    "get_attachments",
-    "set_message_flags",
-    "save_draft",
-    "delete_messages",
-    "move_messages",
-    "manage_mailbox",
-    "send_message",
-    "reply_to_message",
-    SERVER_INFO_TOOL,
-    "get_webhook_status",
-    "set_webhook_enabled",
-    "set_webhook_outbox_limits",
-)
-SENDING_TOOLS = ("send_message", "reply_to_message")
 POLICY_VARIABLES = ("IMAP_MCP_READ_ONLY", "IMAP_MCP_TOOLS", "IMAP_MCP_DISABLE_TOOLS")
 
 
@@ -83,43 +59,3 @@ def load_policy(env: Mapping[str, str]) -> ToolPolicy:
         allowed=_tool_list(env, "IMAP_MCP_TOOLS"),
         disabled=_tool_list(env, "IMAP_MCP_DISABLE_TOOLS") or frozenset(),
     )
-
-
-class PolicyServer(MCPServer):
-    """An `MCPServer` that registers only the tools its policy offers, and remembers why the others are not."""
-
-    def __init__(self, *args: Any, policy: ToolPolicy, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.policy = policy
-        self._withheld: dict[str, str] = {}
-
-    def add_tool(
-        self,
-        fn: Callable[..., Any],
-        name: str | None = None,
-        title: str | None = None,
-        description: str | None = None,
-        annotations: ToolAnnotations | None = None,
-        icons: list[Icon] | None = None,
-        meta: dict[str, Any] | None = None,
-        structured_output: bool | None = None,
-    ) -> None:
-        tool_name = name or fn.__name__
-        reason = self.policy.withheld_reason(tool_name, bool(annotations and annotations.read_only_hint))
-        if reason is not None:
-            self._withheld[tool_name] = reason
-            return
-        super().add_tool(fn, name, title, description, annotations, icons, meta, structured_output)
-
-    @property
-    def withheld(self) -> Mapping[str, str]:
-        """The tools the policy kept from being registered, with the reason."""
-        return dict(self._withheld)
-
-    def not_offered(self, offered: Collection[str]) -> dict[str, str]:
-        """Every tool of `TOOL_NAMES` not in `offered`, with the reason it is not."""
-        reasons = {name: reason for name, reason in self._withheld.items() if name in TOOL_NAMES}
-        for name in TOOL_NAMES:
-            if name not in offered and name not in reasons:
-                reasons[name] = "SMTP_HOST is not set" if name in SENDING_TOOLS else "not offered by this server"
-        return reasons

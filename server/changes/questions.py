@@ -1,4 +1,4 @@
-"""The questions a person is asked before messages or mailboxes change.
+"""The questions a person is asked before messages change (a mailbox's: `mailboxes.questions`).
 
 They hold counts, UIDs, mailbox names and the account, never a subject or a body (those are
 written by whoever sent the mail, and a dialog must not become their voice). They say which
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from imap_mcp.protocol import ApprovalRequest
 from imap_mcp.protocol.texts import shown, word
-from imap_mcp.server.changes.folders import PlannedFolderChange
 from imap_mcp.server.changes.messages import PlannedMessageChange
 from imap_mcp.server.imap.uid_sets import compress
 
@@ -102,23 +101,3 @@ def message_change_request(
     if plan.destination and plan.operation != "trash":
         summary += f" to {values['dst']}"
     return ApprovalRequest(tool=tool, target=plan.target, question=text, summary=summary, pinned=pinned)
-
-
-def delete_mailbox_request(tool: str, plan: PlannedFolderChange) -> ApprovalRequest:
-    name = shown(plan.mailbox)
-    held = messages(plan.messages or 0)
-    text = "\n".join(
-        [
-            f"Delete the mailbox {name} and the {held} in it?",
-            "This cannot be undone: the mailbox and every message in it are gone for good.",
-            "Mail delivered into it while it is being deleted is deleted with it (IMAP cannot prevent that).",
-            f"Account: {word(plan.account)}",
-            provenance("the mailbox name", "the message count"),
-        ]
-    )
-    return ApprovalRequest(tool=tool, target=plan.target, question=text, summary=f"delete mailbox {name} ({held})")
-
-
-def rename_mailbox_request(tool: str, plan: PlannedFolderChange) -> ApprovalRequest:
-    summary = f"rename mailbox {shown(plan.mailbox)} to {shown(plan.new_name or '')}"
-    return ApprovalRequest(tool=tool, target=plan.target, question=summary, summary=summary, dialog=False)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TypeVar
 
+from imap_mcp.protocol.errors import ImapMcpError
 from imap_mcp.server.config import TlsMode
 from imap_mcp.server.oauth.settings import OAuthSettings
 from imap_mcp.server.tls import tls_context
@@ -35,7 +36,7 @@ class Step:
         return f"{self.outcome:<4}  {self.name:<18} {self.detail}"
 
 
-class StepFailed(Exception):
+class StepFailed(ImapMcpError):
     """A step failed; `step` is its line."""
 
     def __init__(self, step: Step) -> None:

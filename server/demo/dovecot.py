@@ -27,6 +27,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from imap_mcp.protocol.errors import ImapMcpError
+
 DOVECOT_CANDIDATES = ("dovecot", "/usr/sbin/dovecot")
 SPECIAL_USE = {"Drafts": "\\Drafts", "Sent": "\\Sent", "Trash": "\\Trash", "Junk": "\\Junk", "Archive": "\\Archive"}
 #: Dovecot 2.3 post-login capabilities; `hide_move` advertises them without MOVE and UIDPLUS
@@ -38,7 +40,7 @@ DEFAULT_CAPS = (
 )
 
 
-class DovecotError(RuntimeError):
+class DovecotError(ImapMcpError, RuntimeError):
     """Dovecot is missing or did not start; the message says what to do."""
 
 

@@ -21,7 +21,9 @@ T = TypeVar("T")
 
 
 class CallCancelled(Exception):
-    """Raised in a worker thread at its next step once its call is cancelled: the work stops there."""
+    """Raised in a worker thread at its next step once its call is cancelled: the work stops there.
+
+    A control-flow signal, outside the error tree: the cancelled call gets no answer, so no caller reads it."""
 
 
 def progress_from_thread(ctx: Context, describe: Callable[[int, int], str]) -> Callable[[int, int], None]:

@@ -1,17 +1,25 @@
-"""`delete_messages` and `move_messages`: a person approves each, bound to the exact target."""
+"""`delete_messages`, `move_messages` and `set_message_flags`: changing messages (`server/changes/`).
+
+A person approves each delete, move and copy, bound to the exact target, and it runs once per
+approval (`changes.once`); setting flags asks no one (nothing is lost) and reports what the server
+kept.
+"""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Annotated, Literal
 
 from imapclient import IMAPClient
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, InputRequiredResult
-from pydantic import BaseModel, Field
+from pydantic import AfterValidator, BaseModel, Field
 
 from imap_mcp.protocol import Guard
 from imap_mcp.server.changes.by_query import Pin, pin_key, resolve_query
+from imap_mcp.server.changes.flags import set_flags
 from imap_mcp.server.changes.messages import (
     ChangeReport,
     MessageOperation,
@@ -22,24 +30,29 @@ from imap_mcp.server.changes.messages import (
 )
 from imap_mcp.server.changes.once import HeldBack, run_once
 from imap_mcp.server.changes.questions import message_change_request, shown_uids
+from imap_mcp.server.errors import ArgumentError
 from imap_mcp.server.imap.lookup import MessageSelection
 from imap_mcp.server.imap.message_ids import MessageRef, encode_id
 from imap_mcp.server.imap.pool import ImapPool
-from imap_mcp.server.tools.cancellation import noting_cancellation
-from imap_mcp.server.tools.changes_common import (
-    LISTED_IDS_MAX,
-    changing,
+from imap_mcp.server.tools.arguments import (
+    ConfirmToken,
+    DeprecatedMailbox,
+    DeprecatedUids,
+    MessageQuery,
+    Query,
     chosen_by_query,
+    one_mailbox_off_loop,
+)
+from imap_mcp.server.tools.cancellation import noting_cancellation
+from imap_mcp.server.tools.registry import offer
+from imap_mcp.server.tools.results import (
+    LISTED_IDS_MAX,
     listed,
     log_change,
     log_stopped,
-    one_mailbox_off_loop,
     progress_between_batches,
     text_result,
 )
-from imap_mcp.server.tools.deprecated import DeprecatedMailbox, DeprecatedUids
-from imap_mcp.server.tools.errors import on_mailbox, refusals
-from imap_mcp.server.tools.queries import MessageQuery, Query
 
 DELETE_TOOL = "delete_messages"
 MOVE_TOOL = "move_messages"
@@ -50,13 +63,6 @@ Ids = Annotated[
 Approver = Literal["dialog", "push", "token"]
 ToolAnswer = CallToolResult | InputRequiredResult
 Mode = Annotated[Literal["move", "copy"], Field(description="move: remove from the source; copy: keep them there.")]
-ConfirmToken = Annotated[
-    str | None,
-    Field(
-        description="Only when a previous identical call returned a confirm_token because no dialog could be "
-        "shown: pass that token to run the change."
-    ),
-]
 
 
 class MessageChange(BaseModel):
@@ -95,6 +101,63 @@ class MessageChange(BaseModel):
         "or the two-call token."
     )
     confirm_token: str | None = Field(default=None, description="Pass this back to run the change (token path).")
+
+
+SYSTEM_FLAGS = {"\\seen": "\\Seen", "\\flagged": "\\Flagged", "\\answered": "\\Answered"}
+#: the keywords imap-mcp sets for itself (`$ImapMcpListed`: list_new_messages' last look); no tool sets or clears one
+OWN_KEYWORD_PREFIX = "$imapmcp"
+#: an IMAP keyword: an atom without specials (RFC 3501), at most 64 characters
+_KEYWORD = re.compile(r"[A-Za-z0-9$_.+\-&']{1,64}")
+
+
+def checked_flag(raw: str) -> str:
+    """`\\Seen`, `\\Flagged`, `\\Answered` (any case) or a keyword; `\\Deleted` and the rest refused."""
+    if raw.lower() == "\\deleted":
+        raise ValueError("\\Deleted cannot be set or cleared here: to delete messages use delete_messages.")
+    if raw.startswith("\\"):
+        if raw.lower() not in SYSTEM_FLAGS:
+            raise ValueError(f"{raw!r} is not allowed: use \\Seen, \\Flagged, \\Answered or a keyword.")
+        return SYSTEM_FLAGS[raw.lower()]
+    if not _KEYWORD.fullmatch(raw):
+        raise ValueError(f"{raw!r} is not a valid keyword: use letters, digits and $_.-+&' (at most 64).")
+    if raw.lower().startswith(OWN_KEYWORD_PREFIX):
+        raise ValueError(f"{raw!r} is one of imap-mcp's own keywords ($ImapMcp…), which no tool sets or clears.")
+    return raw
+
+
+Flags = Annotated[list[Annotated[str, AfterValidator(checked_flag)]], Field(max_length=20)]
+
+
+class FlagsChanged(BaseModel):
+    ids: list[str] = Field(description=f"The ids whose flags were changed (at most {LISTED_IDS_MAX}: see count).")
+    missing_ids: list[str] = Field(
+        description=f"Ids whose messages no longer exist; nothing happened to them (at most {LISTED_IDS_MAX}: see "
+        "missing_count and rest)."
+    )
+    added: list[str] = Field(description="Flags asked to be added that every changed message now has (read back).")
+    removed: list[str] = Field(description="Flags asked to be removed that no changed message has now (read back).")
+    not_kept: list[str] = Field(
+        default_factory=list,
+        description="Flags the server did not keep as asked on at least one message: an added flag it dropped, or a "
+        "removed one still there. Never reported as added or removed.",
+    )
+    count: int = Field(default=0, description="How many messages' flags were changed (exact).")
+    missing_count: int = Field(default=0, description="How many messages no longer existed (exact).")
+    rest: str | None = Field(
+        default=None,
+        description=f"Set when a list was cut at {LISTED_IDS_MAX} ids (the counts stay exact): the UIDs of the ids "
+        "not listed, as ranges.",
+    )
+
+
+def _flags_rest(mailbox: str, done: tuple[int, ...], missing: tuple[int, ...]) -> str | None:
+    """The UIDs of the ids a flag result does not list, as ranges; None when both lists are whole."""
+    parts = [
+        f"{what} UIDs in {mailbox!r}: {shown_uids(uids)}"
+        for what, uids in (("changed", done), ("missing", missing))
+        if len(uids) > LISTED_IDS_MAX
+    ]
+    return "; ".join(parts) + "." if parts else None
 
 
 def _ids(mailbox: str, uidvalidity: int | None, uids: tuple[int, ...]) -> list[str]:
@@ -172,7 +235,7 @@ async def change_by_query(changer: Changer, ctx: Context, call: ChangeCall, quer
             return selection, None
         return selection, plan_present(client, changer.account, selection, call.operation, call.destination)
 
-    selection, plan = await on_mailbox(changer.pool, resolve_and_plan)
+    selection, plan = await changer.pool.run(resolve_and_plan)
     if plan is None:  # a query that matched nothing: nothing to ask about
         return _nothing_matched(selection, call.operation, call.destination)
     return await _ask_and_run(changer, ctx, call, selection, plan)
@@ -180,9 +243,8 @@ async def change_by_query(changer: Changer, ctx: Context, call: ChangeCall, quer
 
 async def change_messages(changer: Changer, ctx: Context, call: ChangeCall, selection: MessageSelection) -> ToolAnswer:
     """Plan, ask, and run one change of messages named by id."""
-    plan = await on_mailbox(
-        changer.pool,
-        lambda c: plan_message_change(c, changer.account, selection, call.operation, call.destination),
+    plan = await changer.pool.run(
+        lambda c: plan_message_change(c, changer.account, selection, call.operation, call.destination)
     )
     return await _ask_and_run(changer, ctx, call, selection, plan)
 
@@ -212,20 +274,19 @@ async def _ask_and_run(
         if report.not_run:
             log_stopped(plan.operation, plan.source, len(report.done), len(report.not_run))
 
-    with refusals():
-        ran = await noting_cancellation(
-            lambda: run_once(
-                changer.pool,
-                changer.store_url,
-                plan,
-                call.tool,
-                decision.evidence(),
-                progress_between_batches(ctx, request.summary),
-                log,
-            ),
-            f"change: {plan.operation} mailbox={plan.source!r}",
-            "stopping after the running batch",
-        )
+    ran = await noting_cancellation(
+        lambda: run_once(
+            changer.pool,
+            changer.store_url,
+            plan,
+            call.tool,
+            decision.evidence(),
+            progress_between_batches(ctx, request.summary),
+            log,
+        ),
+        f"change: {plan.operation} mailbox={plan.source!r}",
+        "stopping after the running batch",
+    )
     if isinstance(ran, HeldBack):
         return _held_back(plan, ran, channel.value)
     return _done(request.summary, plan, absent, ran, channel.value)
@@ -358,10 +419,10 @@ def _describe(summary: str, outcome: MessageChange, new_uids: tuple[int, ...]) -
 def register(mcp: MCPServer, pool: ImapPool, guard: Guard, store_url: str) -> None:
     changer = Changer(pool, guard, store_url)
 
-    @guard.tool(
+    @offer(
         mcp,
         DELETE_TOOL,
-        title="Delete messages",
+        guard=guard,
         description=(
             "Delete messages: by default move them to the Trash mailbox; with permanent: true expunge them for "
             "good (cannot be undone). Name them by ids, or by query (search_messages's filters): the person is "
@@ -369,7 +430,6 @@ def register(mcp: MCPServer, pool: ImapPool, guard: Guard, store_url: str) -> No
             "dialog where the client can show one; otherwise the first call returns a confirm_token and changes "
             "nothing."
         ),
-        annotations=changing("Delete messages", destructive=True, idempotent=True),
     )
     async def delete_messages(
         ctx: Context,
@@ -386,19 +446,17 @@ def register(mcp: MCPServer, pool: ImapPool, guard: Guard, store_url: str) -> No
             return await change_by_query(changer, ctx, call, chosen)
         return await change_messages(changer, ctx, call, await one_mailbox_off_loop(ids, mailbox, uids))
 
-    @guard.tool(
+    @offer(
         mcp,
         MOVE_TOOL,
-        title="Move or copy messages",
+        guard=guard,
         description=(
             "Move (mode 'move') or copy (mode 'copy') messages to another mailbox, named by ids or by query "
             "(search_messages's filters); returns their new ids (a large change: counts and ranges). A person "
             "is always asked to approve first, for both modes, in a dialog where the client can show one; otherwise "
             "the first call returns a confirm_token and changes nothing. A copy skips messages whose Message-ID the "
-            "destination already holds, so repeating it copies nothing twice; a message without a Message-ID is "
-            "copied every time."
+            "destination already holds; repeating an approved call changes nothing more."
         ),
-        annotations=changing("Move or copy messages", destructive=True, idempotent=False),
     )
     async def move_messages(
         destination: Annotated[str, Field(min_length=1, description="The mailbox to move or copy to.")],
@@ -416,3 +474,47 @@ def register(mcp: MCPServer, pool: ImapPool, guard: Guard, store_url: str) -> No
         if (chosen := chosen_by_query(query, ids, mailbox, uids)) is not None:
             return await change_by_query(changer, ctx, call, chosen)
         return await change_messages(changer, ctx, call, await one_mailbox_off_loop(ids, mailbox, uids))
+
+    @offer(
+        mcp,
+        "set_message_flags",
+        description=(
+            "Add or remove flags on messages (by ids, or by query: search_messages's filters): \\Seen (read), "
+            "\\Flagged, \\Answered, or keywords. \\Deleted is refused: use delete_messages. Reports the flags the "
+            "server kept, read back."
+        ),
+    )
+    async def set_message_flags(
+        ids: Annotated[
+            list[str] | None, Field(min_length=1, max_length=50_000, description="Message ids, of one mailbox.")
+        ] = None,
+        query: Query = None,
+        add: Annotated[Flags, Field(description="Flags to add.")] = [],  # noqa: B006 (pydantic copies defaults)
+        remove: Annotated[Flags, Field(description="Flags to remove.")] = [],  # noqa: B006
+        mailbox: DeprecatedMailbox = None,
+        uids: DeprecatedUids = None,
+    ) -> FlagsChanged:
+        if not add and not remove:
+            raise ArgumentError("Give at least one flag in add or remove.")
+        if (chosen := chosen_by_query(query, ids, mailbox, uids)) is not None:
+            search = chosen.search()
+            messages = await pool.run(lambda c: resolve_query(c, chosen.mailbox, search))
+        else:
+            messages = await one_mailbox_off_loop(ids, mailbox, uids)
+        report = await pool.run(lambda c: set_flags(c, messages, add, remove))
+        if report.done:
+            log_change(f"set_flags +{add} -{remove}", messages.mailbox, report.done)
+
+        def as_ids(uids: Sequence[int]) -> list[str]:
+            return [encode_id(MessageRef(messages.mailbox, report.uidvalidity, uid)) for uid in uids]
+
+        return FlagsChanged(
+            ids=as_ids(listed(report.done)),
+            missing_ids=as_ids(listed(report.missing)),
+            added=list(report.added),
+            removed=list(report.removed),
+            not_kept=list(report.not_kept),
+            count=len(report.done),
+            missing_count=len(report.missing),
+            rest=_flags_rest(messages.mailbox, report.done, report.missing),
+        )

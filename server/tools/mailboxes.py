@@ -1,41 +1,111 @@
-"""`list_mailboxes`: every mailbox with its role."""
+"""`list_mailboxes` and `manage_mailbox`: the mailboxes themselves (`server/mailboxes/`).
+
+Creating a mailbox asks no one; renaming one takes the two-call token (it can be undone); deleting
+one, with every message in it, is approved by a person first.
+"""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from imapclient import IMAPClient
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.types import CallToolResult, InputRequiredResult
 from pydantic import BaseModel, Field
 
+from imap_mcp.protocol import Guard
 from imap_mcp.server.imap.mailboxes import MailboxInfo, list_mailboxes, with_counts
 from imap_mcp.server.imap.pool import ImapPool
-from imap_mcp.server.tools.annotations import read_only
-from imap_mcp.server.tools.errors import on_mailbox
+from imap_mcp.server.mailboxes.folders import FolderOperation, create_folder, execute_folder_change, plan_folder_change
+from imap_mcp.server.mailboxes.questions import delete_mailbox_request, rename_mailbox_request
+from imap_mcp.server.tools.registry import offer
+from imap_mcp.server.tools.results import log_change, text_result
 
-TITLE = "List mailboxes"
+Action = Literal["create", "rename", "delete"]
 
 
 class MailboxList(BaseModel):
     mailboxes: list[MailboxInfo] = Field(description="INBOX first, then the others by name.")
 
 
-def register(mcp: MCPServer, pool: ImapPool) -> None:
-    @mcp.tool(
-        name="list_mailboxes",
-        title=TITLE,
+class MailboxChange(BaseModel):
+    status: Literal["done", "confirmation_required"] = Field(
+        description="done: the change ran; confirmation_required: nothing ran yet, repeat with confirm_token."
+    )
+    action: Action
+    mailbox: str
+    new_name: str | None = Field(description="The new name (rename only).")
+    approved_by: Literal["dialog", "push", "token", "not needed"] | None = Field(
+        description="How the change was approved; 'not needed' for create."
+    )
+    confirm_token: str | None = Field(default=None, description="Pass this back to run the change (token path).")
+
+
+def _counted(client: IMAPClient) -> list[MailboxInfo]:
+    return with_counts(client, list_mailboxes(client))
+
+
+def register(mcp: MCPServer, pool: ImapPool, guard: Guard) -> None:
+    @offer(
+        mcp,
+        "list_mailboxes",
         description=(
             "List every mailbox (folder) of the account with its name, hierarchy delimiter, role "
             "(inbox, sent, drafts, trash, junk, archive, all, flagged, or none) and whether it can "
             "hold messages. With counts: true, also how many messages each holds and how many are unread."
         ),
-        annotations=read_only(TITLE),
     )
     async def list_mailboxes_tool(
         counts: Annotated[bool, Field(description="Also return message and unread counts (one STATUS each).")] = False,
     ) -> MailboxList:
-        return MailboxList(mailboxes=await on_mailbox(pool, _counted if counts else list_mailboxes))
+        return MailboxList(mailboxes=await pool.run(_counted if counts else list_mailboxes))
 
-
-def _counted(client: IMAPClient) -> list[MailboxInfo]:
-    return with_counts(client, list_mailboxes(client))
+    @offer(
+        mcp,
+        "manage_mailbox",
+        guard=guard,
+        description=(
+            "Create a mailbox (runs at once), rename one (the first call returns a confirm_token; repeat the call "
+            "with it), or delete one with every message in it (a person is always asked to approve first, in a "
+            "dialog where the client can show one; otherwise through the confirm_token)."
+        ),
+    )
+    async def manage_mailbox(
+        action: Annotated[Action, Field(description="create, rename or delete.")],
+        mailbox: Annotated[str, Field(min_length=1, max_length=1000, description="The mailbox's full name.")],
+        ctx: Context,
+        new_name: Annotated[str | None, Field(max_length=1000, description="For rename: the full new name.")] = None,
+        confirm_token: Annotated[
+            str | None, Field(description="Only when a previous identical call returned one: run the change.")
+        ] = None,
+    ) -> Annotated[CallToolResult, MailboxChange] | InputRequiredResult:
+        account = pool.settings.account
+        if action == "create":
+            await pool.run(lambda c: create_folder(c, mailbox), retry=False)
+            log_change("create_mailbox", mailbox)
+            done = MailboxChange(status="done", action=action, mailbox=mailbox, new_name=None, approved_by="not needed")
+            return text_result(f"Created the mailbox {mailbox!r}.", done)
+        operation: FolderOperation = "delete_mailbox" if action == "delete" else "rename_mailbox"
+        target = await pool.run(lambda c: plan_folder_change(c, account, operation, mailbox, new_name))
+        build = delete_mailbox_request if action == "delete" else rename_mailbox_request
+        request = build("manage_mailbox", target)
+        decision = await guard.approve(ctx, request, confirm_token)
+        shown_new_name = new_name if action == "rename" else None
+        channel = decision.channel
+        if channel is None:
+            return decision.reply(
+                lambda token: MailboxChange(
+                    status="confirmation_required",
+                    action=action,
+                    mailbox=mailbox,
+                    new_name=shown_new_name,
+                    approved_by=None,
+                    confirm_token=token,
+                )
+            )
+        await pool.run(lambda c: execute_folder_change(c, target), retry=False)
+        log_change(operation, mailbox, approved_by=channel.value, destination=shown_new_name)
+        done = MailboxChange(
+            status="done", action=action, mailbox=mailbox, new_name=shown_new_name, approved_by=channel.value
+        )
+        return text_result(f"Done ({channel.value}): {request.summary}.", done)

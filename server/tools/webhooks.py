@@ -18,13 +18,11 @@ from typing import Annotated, Any
 
 from anyio import to_thread
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.types import ToolAnnotations
 from pydantic import Field, WithJsonSchema
 
 from imap_mcp.server.config import ImapSettings
 from imap_mcp.server.logs import get_logger
-from imap_mcp.server.tools.annotations import read_only
-from imap_mcp.server.tools.errors import refusals
+from imap_mcp.server.tools.registry import offer
 from imap_mcp.server.webhooks.operations import KEEP, WebhookAccount, limit_change, webhook_store
 from imap_mcp.server.webhooks.settings import (
     MIN_MAX_EVENTS,
@@ -33,10 +31,6 @@ from imap_mcp.server.webhooks.settings import (
     WebhookSettings,
 )
 from imap_mcp.server.webhooks.status import LimitsStatus, WebhookStatus
-
-STATUS_TITLE = "Get webhook status"
-ENABLED_TITLE = "Turn the new-mail webhook on or off"
-LIMITS_TITLE = "Set webhook outbox limits"
 
 
 def _limit_schema(minimum: int, pattern: str) -> WithJsonSchema:
@@ -57,43 +51,31 @@ RETENTION_SCHEMA = _limit_schema(MIN_RETENTION_SECONDS, "^(default|[0-9]+[smhd]?
 MAX_EVENTS_SCHEMA = _limit_schema(MIN_MAX_EVENTS, "^(default|[0-9]+)$")
 
 
-def _setter(title: str, open_world: bool) -> ToolAnnotations:
-    return ToolAnnotations(
-        title=title, read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=open_world
-    )
-
-
-def _status_annotations() -> ToolAnnotations:
-    return read_only(STATUS_TITLE).model_copy(update={"open_world_hint": False})
-
-
 def register(mcp: MCPServer, settings: WebhookSettings, imap: ImapSettings) -> None:
     def opened() -> WebhookAccount:
         store = webhook_store(settings.store_url, imap.account, imap.legacy_account)
         return WebhookAccount(store, settings, imap.account)
 
     async def run(method: str, *args: Any) -> Any:
-        with refusals():
-            webhook = await to_thread.run_sync(opened)
-            return await to_thread.run_sync(getattr(webhook, method), *args)
+        webhook = await to_thread.run_sync(opened)
+        return await to_thread.run_sync(getattr(webhook, method), *args)
 
-    @mcp.tool(
-        name="get_webhook_status",
-        title=STATUS_TITLE,
+    @offer(
+        mcp,
+        "get_webhook_status",
         description=(
             "This account's new-mail webhook: active, paused, disabled, unreadable, not_configured or unavailable, "
             "with the delivery counters, the effective outbox limits and the server ceilings. Host only: never the "
             "URL, path, signing secret, auth header or ciphertext."
         ),
-        annotations=_status_annotations(),
     )
     async def get_webhook_status() -> WebhookStatus:
         status: WebhookStatus = await run("status")
         return status
 
-    @mcp.tool(
-        name="set_webhook_enabled",
-        title=ENABLED_TITLE,
+    @offer(
+        mcp,
+        "set_webhook_enabled",
         description=(
             "Turn this account's new-mail webhook on or off. Enabling clears a pause and the failure count and "
             "retries promptly; events kept while it was paused are kept. Turning it back on after it was turned off "
@@ -101,7 +83,6 @@ def register(mcp: MCPServer, settings: WebhookSettings, imap: ImapSettings) -> N
             "refused; so is any change while the operator has turned webhooks off on this server. No tool sets the "
             "URL or secrets: the operator does, on the account page."
         ),
-        annotations=_setter(ENABLED_TITLE, open_world=True),
     )
     async def set_webhook_enabled(
         enabled: Annotated[bool, Field(description="Whether new-mail alerts should be delivered.")],
@@ -110,16 +91,15 @@ def register(mcp: MCPServer, settings: WebhookSettings, imap: ImapSettings) -> N
         get_logger().info("webhook: %s enabled=%s state=%s", imap.account, enabled, status.state)
         return status
 
-    @mcp.tool(
-        name="set_webhook_outbox_limits",
-        title=LIMITS_TITLE,
+    @offer(
+        mcp,
+        "set_webhook_outbox_limits",
         description=(
             "Set how long this account keeps new-mail events, and how many. Omit a field to leave it. JSON null or "
             "'default' uses the server default for that field; reset true resets both. Lowering a limit deletes the "
             "oldest kept events, including ones not delivered yet (events_pruned says how many). Needs a webhook "
             "saved on the account page, and webhooks on on this server."
         ),
-        annotations=_setter(LIMITS_TITLE, open_world=False),
     )
     async def set_webhook_outbox_limits(
         ctx: Context,
@@ -151,9 +131,8 @@ def register(mcp: MCPServer, settings: WebhookSettings, imap: ImapSettings) -> N
         ] = False,
     ) -> LimitsStatus:
         given = _given_arguments(ctx)
-        with refusals():
-            new_retention = limit_change(retention, "retention", settings) if "retention" in given else KEEP
-            new_events = limit_change(max_events, "max_events", settings) if "max_events" in given else KEEP
+        new_retention = limit_change(retention, "retention", settings) if "retention" in given else KEEP
+        new_events = limit_change(max_events, "max_events", settings) if "max_events" in given else KEEP
         status: LimitsStatus = await run("set_limits", new_retention, new_events, reset)
         get_logger().info("webhook: %s outbox limits set, events_pruned=%d", imap.account, status.events_pruned)
         return status

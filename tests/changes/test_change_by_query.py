@@ -38,7 +38,7 @@ from mcp.client.stdio import stdio_client
 
 from imap_mcp.server.changes import by_query
 from imap_mcp.server.changes.messages import BATCH
-from imap_mcp.server.tools.changes_common import LISTED_IDS_MAX
+from imap_mcp.server.tools.results import LISTED_IDS_MAX
 
 pytestmark = pytest.mark.anyio
 

@@ -10,7 +10,7 @@ import pytest
 from harness import Account, Person, answer, ask, error_text, message_ids, pool_without, served, structured
 
 from imap_mcp.server.demo.sample_mail import sample_messages
-from imap_mcp.server.tools.changes_common import LISTED_IDS_MAX
+from imap_mcp.server.tools.results import LISTED_IDS_MAX
 
 pytestmark = pytest.mark.anyio
 

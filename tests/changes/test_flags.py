@@ -7,7 +7,7 @@ import json
 import pytest
 from harness import Account, message_ids, served
 
-from imap_mcp.server.tools.changes_common import LISTED_IDS_MAX
+from imap_mcp.server.tools.results import LISTED_IDS_MAX
 
 pytestmark = pytest.mark.anyio
 

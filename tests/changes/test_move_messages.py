@@ -13,7 +13,7 @@ from harness import new_account as fresh_account
 from imap_mcp.server.demo.sample_mail import seed
 from imap_mcp.server.imap.message_ids import MessageRef
 from imap_mcp.server.imap.uid_sets import compress, expand
-from imap_mcp.server.tools.changes_common import LISTED_IDS_MAX
+from imap_mcp.server.tools.results import LISTED_IDS_MAX
 
 pytestmark = pytest.mark.anyio
 

@@ -24,9 +24,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from imap_mcp.protocol.texts import SHOWN_MAX, shown
-from imap_mcp.server.changes.folders import PlannedFolderChange
 from imap_mcp.server.changes.messages import PlannedMessageChange
-from imap_mcp.server.changes.questions import delete_mailbox_request, message_change_request, rename_mailbox_request
+from imap_mcp.server.changes.questions import message_change_request
+from imap_mcp.server.mailboxes.folders import PlannedFolderChange
+from imap_mcp.server.mailboxes.questions import delete_mailbox_request, rename_mailbox_request
 from imap_mcp.server.outgoing.compose import Draft, describe_for_approval, unique_recipients
 
 #: a quoted value as `shown` writes it, with its cut marker if it has one

@@ -1,4 +1,5 @@
-"""`get_server_info`: what this server offers the caller, and why, before the model tries anything.
+"""`get_server_info`: what this server offers the caller, and why, before the model tries anything
+(the account and its policy: `server/accounts/`).
 
 Read-only and free: one LIST and the capabilities of a pooled connection. Never a secret: the
 account shows its name, login, host, port and TLS mode, never a password or token. When the IMAP
@@ -7,7 +8,7 @@ server cannot be reached, the rest still answers and `imap.problem` says what we
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from imapclient import IMAPClient
 from mcp.server.mcpserver import Context
@@ -16,15 +17,16 @@ from pydantic import BaseModel, Field
 
 from imap_mcp.protocol import APPROVAL_TTL, TOKEN_TTL, Guard, channel_for
 from imap_mcp.server.accounts.loading import Account
-from imap_mcp.server.accounts.policy import SERVER_INFO_TOOL, PolicyServer
 from imap_mcp.server.errors import MailboxError
 from imap_mcp.server.imap.mailboxes import list_mailboxes
 from imap_mcp.server.imap.pool import ImapPool
 from imap_mcp.server.reading.attachments import INLINE_LIMIT_BYTES
-from imap_mcp.server.tools.annotations import read_only
 from imap_mcp.server.tools.reading import DEFAULT_MAX_CHARS, DEFAULT_PAGE_SIZE, MAX_MAX_CHARS, MAX_PAGE_SIZE
+from imap_mcp.server.tools.registry import SERVER_INFO_TOOL, offer
 
-TITLE = "Describe this server"
+if TYPE_CHECKING:
+    from imap_mcp.server.app import PolicyServer
+
 #: the IMAP capabilities imap-mcp uses, and what each one changes
 RELEVANT_CAPABILITIES = {
     "MOVE": "move_messages and delete_messages move atomically (without it: copy, then delete)",
@@ -180,15 +182,14 @@ def _limits(account: Account) -> LimitsInfo:
 
 
 def register(mcp: PolicyServer, account: Account, pool: ImapPool, guard: Guard) -> None:
-    @mcp.tool(
-        name=SERVER_INFO_TOOL,
-        title=TITLE,
+    @offer(
+        mcp,
+        SERVER_INFO_TOOL,
         description=(
             "Describe this server for the caller: version and protocol versions, the caller's account (no secrets), "
             "the IMAP server's relevant capabilities and the mailbox of each role, which tools are offered and why "
             "the others are not, how approvals are asked, and the limits. Call it first to plan."
         ),
-        annotations=read_only(TITLE),
     )
     async def get_server_info(ctx: Context) -> ServerInfo:
         return ServerInfo(

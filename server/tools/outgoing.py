@@ -1,9 +1,11 @@
-"""`send_message` and `reply_to_message`: mail leaves only after a person approved exactly it, and leaves once.
+"""`send_message`, `reply_to_message` and `save_draft`: outgoing mail (`server/outgoing/`).
 
-Both go through the one guard (`protocol.Guard`), bound to the exact recipients, subject and
-body (`outgoing.approval`). The message is built before anyone is asked, so whatever cannot be
-written as mail is refused then, never after the approval. Sending it exactly once, whoever
-replays the approval, is `outgoing.send_once`'s: the approval ledger in the store decides.
+Mail leaves only after a person approved exactly it, and leaves once. Both sending tools go
+through the one guard (`protocol.Guard`), bound to the exact recipients, subject and body
+(`outgoing.approval`). The message is built before anyone is asked, so whatever cannot be written
+as mail is refused then, never after the approval. Sending it exactly once, whoever replays the
+approval, is `outgoing.send_once`'s: the approval ledger in the store decides. Saving a draft
+sends nothing and asks no one.
 """
 
 from __future__ import annotations
@@ -13,12 +15,12 @@ from typing import Annotated
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, InputRequiredResult
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from imap_mcp.protocol import Guard
 from imap_mcp.server.config import SmtpSettings
 from imap_mcp.server.imap.lookup import current_ref, resolve_one
-from imap_mcp.server.imap.message_ids import MessageRef
+from imap_mcp.server.imap.message_ids import MessageRef, encode_id
 from imap_mcp.server.imap.pool import ImapPool
 from imap_mcp.server.outgoing.approval import send_request
 from imap_mcp.server.outgoing.compose import (
@@ -30,18 +32,16 @@ from imap_mcp.server.outgoing.compose import (
     parse_address,
     parse_recipients,
 )
+from imap_mcp.server.outgoing.drafts import append_draft, draft_message
 from imap_mcp.server.outgoing.reply import reply_draft
 from imap_mcp.server.outgoing.send_once import Approved, Sender, SendResult, describe
 from imap_mcp.server.outgoing.sent_mailbox import fetch_original
-from imap_mcp.server.tools.changes import ConfirmToken
-from imap_mcp.server.tools.changes_common import changing, text_result
-from imap_mcp.server.tools.deprecated import DeprecatedMailbox, DeprecatedUid
-from imap_mcp.server.tools.errors import on_mailbox, refusals
+from imap_mcp.server.tools.arguments import ConfirmToken, DeprecatedMailbox, DeprecatedUid
+from imap_mcp.server.tools.registry import offer
+from imap_mcp.server.tools.results import log_change, text_result
 
 SEND_TOOL = "send_message"
 REPLY_TOOL = "reply_to_message"
-#: before a refusal that stopped a send before anything left
-NOTHING_SENT = "Nothing was sent: "
 MAX_BODY_CHARS = 1_000_000
 
 ADDRESSES = "Addresses, each 'alice@example.com' or 'Alice <alice@example.com>'."
@@ -68,8 +68,7 @@ async def _send(
     confirm_token: str | None,
 ) -> CallToolResult | InputRequiredResult:
     """Check, ask, and send once: the common path of both tools."""
-    with refusals(NOTHING_SENT):
-        sent_box = await sender.before_asking(draft, save_to_sent)
+    sent_box = await sender.before_asking(draft, save_to_sent)
     request = send_request(tool, sender.account, draft, original)
     decision = await guard.approve(ctx, request, confirm_token)
     channel = decision.channel
@@ -80,13 +79,47 @@ async def _send(
                 status="confirmation_required", message_id=None, recipients=count, confirm_token=token
             )
         )
-    with refusals(NOTHING_SENT):
-        result = await sender.send(draft, original, sent_box, Approved(tool, decision.evidence(), channel.value))
+    result = await sender.send(draft, original, sent_box, Approved(tool, decision.evidence(), channel.value))
     return text_result(describe(request.summary, result), result)
 
 
+class DraftSaved(BaseModel):
+    mailbox: str = Field(description="The Drafts mailbox the draft was saved in.")
+    id: str | None = Field(description="The draft's message id (null if the server did not report its UID).")
+    flags: list[str] = Field(
+        default_factory=list,
+        description="The flags the saved draft has, as read back (\\Draft marks it a draft in mail clients; empty when "
+        "the draft could not be found again).",
+    )
+
+
+def register_save_draft(mcp: MCPServer, pool: ImapPool) -> None:
+    @offer(
+        mcp,
+        "save_draft",
+        description="Save a new draft message in the Drafts mailbox (flagged \\Draft). Nothing is sent.",
+    )
+    async def save_draft(
+        to: Annotated[list[str], Field(max_length=100, description="Recipient addresses.")],
+        subject: Annotated[str, Field(max_length=998, description="One line.")],
+        body: Annotated[str, Field(max_length=1_000_000, description="Plain text.")],
+        cc: Annotated[list[str], Field(max_length=100, description="Copy addresses.")] = [],  # noqa: B006
+    ) -> DraftSaved:
+        message = draft_message(pool.settings.username, to, cc, subject, body)
+        saved = await pool.run(lambda c: append_draft(c, message), retry=False)
+        uid_part = (saved.uid,) if saved.uid else ()
+        log_change("save_draft", saved.mailbox, uid_part)
+        draft_id = (
+            encode_id(MessageRef(saved.mailbox, saved.uidvalidity, saved.uid))
+            if saved.uid and saved.uidvalidity is not None
+            else None
+        )
+        return DraftSaved(mailbox=saved.mailbox, id=draft_id, flags=sorted(f.decode() for f in saved.flags))
+
+
 def register(mcp: MCPServer, pool: ImapPool, guard: Guard, smtp: SmtpSettings | None, store_url: str) -> None:
-    """Offer the sending tools, only when SMTP is configured (`SMTP_HOST`)."""
+    """Offer `save_draft`, and the sending tools when SMTP is configured (`SMTP_HOST`)."""
+    register_save_draft(mcp, pool)
     if smtp is None:
         return
     sender = Sender(pool, smtp, store_url)
@@ -95,17 +128,16 @@ def register(mcp: MCPServer, pool: ImapPool, guard: Guard, smtp: SmtpSettings | 
         a.lower() for a in (from_address.addr_spec, pool.settings.username, smtp.username) if "@" in a
     )
 
-    @guard.tool(
+    @offer(
         mcp,
         SEND_TOOL,
-        title="Send an email",
+        guard=guard,
         description=(
             "Send a new plain-text email from the account. A person is always asked to approve it first, in a "
             "dialog where the client can show one (recipients, subject and body length); otherwise the first call "
             "returns a confirm_token and sends nothing. Changing recipients, subject or body asks again. Repeating "
             "an approved call sends nothing more."
         ),
-        annotations=changing("Send an email", destructive=True, idempotent=False),
     )
     async def send_message(
         to: To,
@@ -117,26 +149,24 @@ def register(mcp: MCPServer, pool: ImapPool, guard: Guard, smtp: SmtpSettings | 
         save_to_sent: SaveToSent = True,
         confirm_token: ConfirmToken = None,
     ) -> Annotated[CallToolResult, SendResult] | InputRequiredResult:
-        with refusals(NOTHING_SENT):
-            draft = Draft(
-                sender=from_address,
-                recipients=parse_recipients(to, cc, bcc),
-                subject=check_subject(subject),
-                body=check_body(body),
-            )
+        draft = Draft(
+            sender=from_address,
+            recipients=parse_recipients(to, cc, bcc),
+            subject=check_subject(subject),
+            body=check_body(body),
+        )
         return await _send(sender, guard, ctx, SEND_TOOL, draft, None, save_to_sent, confirm_token)
 
-    @guard.tool(
+    @offer(
         mcp,
         REPLY_TOOL,
-        title="Reply to a message",
+        guard=guard,
         description=(
             "Reply to a message by its id: to its Reply-To (or From), and with reply_all also to its To and Cc, "
             "never to this account itself; subject 'Re: …' and threading headers are set, and the original is "
             "marked answered. The original is not quoted: write the whole reply in body. A person is always asked "
             "to approve it first, as for send_message."
         ),
-        annotations=changing("Reply to a message", destructive=True, idempotent=False),
     )
     async def reply_to_message(
         body: Body,
@@ -150,10 +180,8 @@ def register(mcp: MCPServer, pool: ImapPool, guard: Guard, smtp: SmtpSettings | 
         mailbox: DeprecatedMailbox = None,
         uid: DeprecatedUid = None,
     ) -> Annotated[CallToolResult, SendResult] | InputRequiredResult:
-        with refusals(NOTHING_SENT):
-            target = resolve_one(id, mailbox, uid)
-        ref = await on_mailbox(pool, lambda c: current_ref(c, target), prefix=NOTHING_SENT)
-        original = await on_mailbox(pool, lambda c: fetch_original(c, ref), prefix=NOTHING_SENT)
-        with refusals(NOTHING_SENT):
-            draft = reply_draft(original, from_address, own_addresses, body, reply_all)
+        target = resolve_one(id, mailbox, uid)
+        ref = await pool.run(lambda c: current_ref(c, target))
+        original = await pool.run(lambda c: fetch_original(c, ref))
+        draft = reply_draft(original, from_address, own_addresses, body, reply_all)
         return await _send(sender, guard, ctx, REPLY_TOOL, draft, ref, save_to_sent, confirm_token)
