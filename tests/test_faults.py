@@ -295,7 +295,8 @@ FAULTS = [
     (Fault(b"] Moved UIDs", "cut"), "move", "cut-inside-move-answer"),
     (Fault(b"UID EXPUNGE", "cut", direction="to_server"), None, "cut-inside-expunge-command"),
     (Fault(b"Store completed", "stall"), None, "stall-after-store"),
-    (Fault(b"* SEARCH", "trickle", interval=0.1), None, "trickle-search-answer"),
+    (Fault(b"* SEARCH", "trickle", interval=0.1), "append", "trickle-search-answer"),  # claims are searched for
+    (Fault(b" FETCH (UID ", "trickle", interval=0.1), None, "trickle-fetch-answer"),  # which UIDs exist
     (Fault(b"[COPYUID", "reorder"), "copy", "reorder-copyuid"),
     (Fault(b"[COPYUID", "reorder"), "move", "reorder-copyuid"),
 ]
