@@ -43,7 +43,9 @@ _BASE64URL_PART = re.compile(r"[A-Za-z0-9_-]+")
 
 
 class SealError(Exception):
-    """A seal gives no approval. The message is a reason code for the log, never for the wire."""
+    """A seal gives no approval. The message is a reason code for the log, never for the wire.
+
+    A control-flow signal, outside the error tree: the guard turns it into a fresh question or a refusal."""
 
 
 class BadSeal(SealError):

@@ -15,12 +15,13 @@ from imapclient import IMAPClient
 from postgres import PrivatePostgres
 from servers.courier import Courier
 from servers.cyrus import Cyrus
+from servers.mailutils import Mailutils
 from smtp_capture import SENDER, CaptureSMTP
 
 from imap_mcp.server.demo.dovecot import Dovecot
 
 #: the server matrix: every behaviour test runs against each of these real IMAP servers
-SERVERS = ("dovecot", "cyrus", "courier")
+SERVERS = ("dovecot", "cyrus", "courier", "mailutils")
 #: test modules whose tests (those that take `account`, `empty_account` or `mail_server`) run on every server
 MATRIX_MODULES = {
     "test_attachments",
@@ -127,8 +128,12 @@ def dovecot() -> Iterator[Dovecot]:
         instance.stop()
 
 
+#: the matrix's other servers by name (Dovecot is the session's own)
+LAUNCHERS = {"cyrus": Cyrus, "courier": Courier, "mailutils": Mailutils}
+
+
 class MatrixServers:
-    """Cyrus and Courier, each started the first time a test of this worker needs it, stopped at the end."""
+    """Cyrus, Courier and Mailutils, each started the first time a test of this worker needs it, stopped at the end."""
 
     def __init__(self, dovecot: Dovecot) -> None:
         self.running: dict[str, MailServer] = {"dovecot": dovecot}
@@ -137,7 +142,7 @@ class MatrixServers:
     def get(self, name: str) -> MailServer:
         if name not in self.running:
             base = Path(os.environ.get("DOVECOT_TMPDIR", "/tmp"))
-            server = Cyrus(base=base) if name == "cyrus" else Courier(base=base)
+            server = LAUNCHERS[name](base=base)
             server.start()
             self.stack.callback(server.stop)
             self.running[name] = server

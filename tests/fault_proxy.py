@@ -17,7 +17,10 @@ one connection (`to_server`: what the client sends; `to_client`: what the server
 - `reorder`: the line `after` is in is held and forwarded after the next line, so two lines
   arrive swapped (`after` should lie in one read, as a short line does);
 - `hold`: nothing more is forwarded in that direction until the test calls `fault.release()`,
-  then everything held goes on (so a test can act while a command waits half-sent).
+  then everything held goes on (so a test can act while a command waits half-sent);
+- `replace`: that occurrence of `after` itself is forwarded as `replacement` instead, and everything
+  else as it comes (a server answer rewritten: `HIGHESTMODSEQ 5)` as `HIGHESTMODSEQ NIL)`); `after`
+  must arrive in one read, as a short piece of one line does.
 
 Faults are armed once each (`inject` adds one; `fired` tells which went off). No timing is
 asserted anywhere: a test waits on results, never on the clock.
@@ -34,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 Direction = Literal["to_server", "to_client"]
-Action = Literal["cut", "stall", "trickle", "reorder", "hold"]
+Action = Literal["cut", "stall", "trickle", "reorder", "hold", "replace"]
 CHUNK = 65536
 
 
@@ -48,6 +51,7 @@ class Fault:
     skip: int = 0
     interval: float = 0.05
     until: bytes | None = None
+    replacement: bytes = b""
     fired: bool = field(default=False, init=False)
     _seen: int = field(default=0, init=False)
     _released: threading.Event = field(default_factory=threading.Event, init=False)
@@ -174,6 +178,11 @@ class FaultProxy:
             _send(side.sink, data)
             side.window = (side.window + data)[-4096:]
             return None
+        if fault.action == "replace":
+            start = max(0, end - len(fault.after))
+            _send(side.sink, data[:start] + fault.replacement)
+            side.window = (side.window + data[:start] + fault.replacement)[-4096:]
+            return self._forward(side, data[end:]) if data[end:] else None
         if fault.action == "reorder":  # hold from the start of the line the pattern is in
             line_break = data.rfind(b"\r\n", 0, max(0, end - len(fault.after)))
             end = line_break + 2 if line_break >= 0 else 0

@@ -24,6 +24,7 @@ from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from email.message import EmailMessage
+from email.utils import format_datetime
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -159,12 +160,19 @@ class Account:
 
 
 def new_account(server: MailServer) -> Account:
-    """A new account: Dovecot takes any `t-*` login, Cyrus and Courier are told about it first."""
-    account = Account(server, f"t-{uuid.uuid4().hex[:12]}")
+    """A new account: Dovecot takes any `t-*` login, the other servers are told about it first (Mailutils's
+    logins are `t-*@domain`: `login_name`)."""
+    name = f"t-{uuid.uuid4().hex[:12]}"
+    account = Account(server, getattr(server, "login_name", str)(name))
     add_user = getattr(server, "add_user", None)
     if add_user is not None:
         add_user(account.username, account.password)
     return account
+
+
+def keeps_append_flags(server: MailServer) -> bool:
+    """Whether APPEND keeps the flags and the date it is given (Mailutils keeps neither)."""
+    return bool(getattr(server, "keeps_append_flags", True))
 
 
 def seeded_account(server: MailServer) -> Account:
@@ -175,9 +183,33 @@ def seeded_account(server: MailServer) -> Account:
     client = account.imap()
     try:
         seed(client)
+        if not keeps_append_flags(server):
+            _flag_sample(client)
     finally:
         client.logout()
     return account
+
+
+def _flag_sample(client: IMAPClient) -> None:
+    """Put the sample messages' flags on with STORE, for a server whose APPEND drops them: each mailbox held
+    nothing before the sample, so its n-th sample message is message number n."""
+    from imap_mcp.server.demo.sample_mail import sample_messages
+    from imap_mcp.server.imap.mailboxes import personal_name
+
+    by_mailbox: dict[str, list[tuple[bytes, ...]]] = {}
+    for item in sample_messages():
+        by_mailbox.setdefault(personal_name(client, item.mailbox), []).append(item.flags)
+    client.use_uid = False
+    try:
+        for mailbox, flags in by_mailbox.items():
+            if any(flags):
+                client.select_folder(mailbox)
+                for number, these in enumerate(flags, start=1):
+                    if these:
+                        client.add_flags([number], these, silent=True)
+                client.close_folder()
+    finally:
+        client.use_uid = True
 
 
 def start_dovecot(**options: object) -> Dovecot:
@@ -337,13 +369,39 @@ def append_message(
     flags: tuple[bytes, ...] = (),
     received: dt.datetime | None = None,
 ) -> int:
-    """Append `raw` as another mail client would (`received`: its INTERNALDATE, default now); returns its UID."""
+    """Append `raw` as another mail client would (`received`: its INTERNALDATE, default now); returns its UID.
+
+    On a server whose APPEND keeps neither flags nor date (Mailutils), `received` goes in as a Received
+    header (its INTERNALDATE comes from there), the flags are STOREd, and the UID is read back.
+    """
     client = account.imap()
     try:
-        response = client.append(account.mailbox(mailbox), raw, flags=flags, msg_time=received)
-        return int(response.split(b"]")[0].split()[-1])
+        if keeps_append_flags(account.server):
+            response = client.append(account.mailbox(mailbox), raw, flags=flags, msg_time=received)
+            return int(response.split(b"]")[0].split()[-1])
+        return _append_then_flag(client, account.mailbox(mailbox), raw, flags, received)
     finally:
         client.logout()
+
+
+def _append_then_flag(
+    client: IMAPClient, mailbox: str, raw: bytes, flags: tuple[bytes, ...], received: dt.datetime | None
+) -> int:
+    """APPEND to a server without UIDPLUS that drops APPEND's flags and date; the new message's UID."""
+    if received is not None:
+        raw = f"Received: by imap-mcp tests; {format_datetime(received)}\r\n".encode() + raw
+    client.append(mailbox, raw)
+    count = int(client.select_folder(mailbox)[b"EXISTS"])
+    client.use_uid = False
+    try:
+        uid = int(client.fetch([count], ["UID"])[count][b"UID"])
+        if flags:
+            client.add_flags([count], flags, silent=True)
+    finally:
+        client.use_uid = True
+    client.select_folder(mailbox, readonly=True)  # leaves the read-write view without expunging anything
+    client.close_folder()
+    return uid
 
 
 def plain_mail(subject: str, sender: str = "zoe@example.com") -> bytes:

@@ -75,7 +75,7 @@ def test_a_timeout_names_imap_timeout_and_what_was_waited_for(kind: type[BaseExc
 
 def test_a_server_refusal_keeps_a_short_reason_and_says_what_to_do() -> None:
     text = str(explain(imaplib.IMAP4.error("UID command error: BAD [b'Error in IMAP command']"), SETTINGS, "x"))
-    assert text.startswith("The IMAP server refused the request while x (BAD [b'Error in IMAP command'])")
+    assert text.startswith("The IMAP server refused the request while x (UID answered BAD: Error in IMAP command)")
     assert "list_mailboxes" in text
 
 

@@ -257,7 +257,7 @@ async def test_a_send_whose_smtp_answer_is_lost_is_not_sent_again_on_replay(acco
 CHANGES = [
     ("move_messages", {"destination": "Archive"}, ("MOVE",), "moved", {"copy", "expunge"}, "move-without-MOVE"),
     ("move_messages", {"destination": "Archive"}, (), "moved", {"move"}, "move"),
-    ("move_messages", {"destination": "Archive", "mode": "copy"}, (), "copied", {"copy"}, "copy"),
+    ("move_messages", {"destination": "Archive", "mode": "copy"}, (), "copied", {"copy", "search"}, "copy"),
     ("delete_messages", {}, ("MOVE",), "moved", {"copy", "expunge"}, "trash-without-MOVE"),
     ("delete_messages", {"permanent": True}, (), "deleted", {"expunge"}, "delete-permanently"),
 ]
@@ -268,7 +268,8 @@ FAULTS = [
     (Fault(b"UID MOVE", "cut", direction="to_server"), "move", "cut-inside-move-command"),
     (Fault(b"UID EXPUNGE", "cut", direction="to_server"), "expunge", "cut-inside-expunge-command"),
     (Fault(b"Store completed", "stall"), "expunge", "stall-after-store"),
-    (Fault(b"* SEARCH", "trickle", interval=0.1), None, "trickle-search-answer"),
+    (Fault(b"* SEARCH", "trickle", interval=0.1), "search", "trickle-search-answer"),  # a copy's Message-IDs
+    (Fault(b" FETCH (UID ", "trickle", interval=0.1), None, "trickle-fetch-answer"),  # which UIDs exist
     (Fault(b"[COPYUID", "reorder"), "copy", "reorder-copyuid"),
     (Fault(b"[COPYUID", "reorder"), "move", "reorder-copyuid"),
 ]

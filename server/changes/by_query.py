@@ -19,7 +19,8 @@ from dataclasses import dataclass
 
 from imapclient import IMAPClient
 
-from imap_mcp.server.changes.messages import ChangeRefused, canonical_name, existing_uids
+from imap_mcp.server.changes.messages import ChangeRefused, canonical_name
+from imap_mcp.server.imap.existence import existing_uids
 from imap_mcp.server.imap.lookup import MessageSelection
 from imap_mcp.server.imap.pool import examine
 from imap_mcp.server.imap.uid_sets import compress, expand

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 from imapclient import IMAPClient
 
-from imap_mcp.server.changes.messages import ChangeRefused, existing_uids, left_out, select_source
+from imap_mcp.server.changes.messages import ChangeRefused, left_out, select_source
+from imap_mcp.server.imap.existence import existing_uids
 from imap_mcp.server.imap.kept_flags import read_flags
 from imap_mcp.server.imap.lookup import MessageSelection
 from imap_mcp.server.imap.uid_sets import compress

@@ -40,8 +40,9 @@ from imapclient.exceptions import IMAPClientError
 from imap_mcp.sealing import Scope, Target
 from imap_mcp.server.changes.copies import already_copied, held_in, message_ids_of
 from imap_mcp.server.errors import MailboxError
+from imap_mcp.server.imap.existence import existing_uids
 from imap_mcp.server.imap.failures import server_text
-from imap_mcp.server.imap.fetch import add_flags_reporting, split_uid_set, take_response_codes
+from imap_mcp.server.imap.fetch import add_flags_reporting, take_response_codes
 from imap_mcp.server.imap.lookup import MessageSelection, check_selection
 from imap_mcp.server.imap.mailboxes import mailbox_with_role, missing_role_advice
 from imap_mcp.server.imap.message_ids import StaleMessageId
@@ -319,25 +320,6 @@ def _named(uids: tuple[int, ...]) -> str:
 def left_out(uids: tuple[int, ...], kept: AbstractSet[int]) -> tuple[int, ...]:
     """Those of `uids` not in `kept`, in their order: one set lookup per UID (linear, never ids times messages)."""
     return tuple(uid for uid in uids if uid not in kept)
-
-
-#: the first UID Cyrus does not take in a SEARCH set (RFC 3501 allows UIDs up to 2^32 - 1)
-_CYRUS_UID_LIMIT = 2**31
-
-
-def existing_uids(client: IMAPClient, uids: tuple[int, ...]) -> set[int]:
-    """Which of `uids` the selected mailbox holds (`UID SEARCH UID <set>`: UIDs, never sequence numbers).
-
-    UIDs from 2^31 up are asked about in sets of their own: Cyrus answers an empty SEARCH for a
-    whole set that names one.
-    """
-    low = [uid for uid in uids if uid < _CYRUS_UID_LIMIT]
-    high = [uid for uid in uids if uid >= _CYRUS_UID_LIMIT]
-    pieces = [piece for group in (low, high) if group for piece in split_uid_set(compress(group))]
-    found: set[int] = set()
-    for piece in pieces:
-        found.update(client.search(["UID", piece]))
-    return found & set(uids)
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,8 @@ import datetime as dt
 import imaplib
 import socket
 import ssl
+import weakref
+from typing import Any
 
 from imapclient import IMAPClient, imap4, tls
 from imapclient.exceptions import IMAPClientError, LoginError
@@ -16,6 +18,8 @@ from imap_mcp.server.errors import MailboxError
 from imap_mcp.server.imap.deadline import watch
 from imap_mcp.server.imap.fetch import read_lines_boundedly
 from imap_mcp.server.imap.mailbox_state import enable_qresync
+from imap_mcp.server.imap.selection import deselect, note_selected, selected
+from imap_mcp.server.imap.uidvalidity import saw
 from imap_mcp.server.oauth.errors import OAuthError
 from imap_mcp.server.oauth.sasl import imap_login
 from imap_mcp.server.tls import tls_context
@@ -40,14 +44,47 @@ class _TlsImap4(tls.IMAP4_TLS):
         return wrapped
 
 
+#: the numbers a SELECT or EXAMINE answer may hold, which imapclient converts with int()
+_SELECT_NUMBERS = {"EXISTS", "RECENT", "UIDNEXT", "UIDVALIDITY", "HIGHESTMODSEQ"}
+
+
 class _WatchedClient(IMAPClient):
-    """An `IMAPClient` whose socket is under the operation's deadline (`imap.deadline`) from the moment it connects."""
+    """An `IMAPClient` whose socket is under the operation's deadline (`imap.deadline`) from the moment it connects.
+
+    Every UIDVALIDITY it is told is noted (`uidvalidity.saw`), and the mailbox it selects (`selection`). A
+    number a SELECT answer gives as NIL or garbage (`HIGHESTMODSEQ NIL` for an empty mailbox) is left out
+    instead of failing the SELECT: whoever needs it finds it missing and says so, or does without.
+    """
 
     def _create_IMAP4(self) -> imaplib.IMAP4:
         connect_timeout = getattr(self._timeout, "connect", None)
         if self.ssl:
             return _TlsImap4(self.host, self.port, self.ssl_context, connect_timeout)
         return _PlainImap4(self.host, self.port, connect_timeout)
+
+    def select_folder(self, folder: str, readonly: bool = False) -> dict[bytes, Any]:
+        answer: dict[bytes, Any] = super().select_folder(folder, readonly)
+        note_selected(self, folder)
+        saw(self, folder, answer.get(b"UIDVALIDITY"))
+        return answer
+
+    def folder_status(self, folder: str, what: Any = None) -> dict[bytes, Any]:
+        answer: dict[bytes, Any] = super().folder_status(folder, what)
+        saw(self, folder, answer.get(b"UIDVALIDITY"))
+        return answer
+
+    def _process_select_response(self, resp: dict[str, list[Any]]) -> dict[bytes, Any]:
+        usable = {key: value for key, value in resp.items() if not _bad_number(key, value)}
+        processed: dict[bytes, Any] = super()._process_select_response(usable)
+        return processed
+
+
+def _bad_number(key: str | bytes, value: list[Any]) -> bool:
+    name = key.decode("ascii", "replace") if isinstance(key, bytes) else key
+    if name.upper() not in _SELECT_NUMBERS:
+        return False
+    first = value[0] if value else None
+    return not (isinstance(first, bytes | str) and first.strip().isdigit())
 
 
 def _where(settings: ImapSettings) -> str:
@@ -145,14 +182,34 @@ def close(client: IMAPClient) -> None:
         _close_quietly(client)
 
 
+#: connections whose server refused an APPEND while a mailbox was selected (Courier: to the mailbox it has
+#: selected read-only): on them the mailbox is left first (`selection.deselect`, which expunges nothing)
+_DESELECT_TO_APPEND: weakref.WeakSet[IMAPClient] = weakref.WeakSet()
+
+
 def append(
     client: IMAPClient, mailbox: str, message: bytes, flags: tuple[bytes, ...], when: dt.datetime | None = None
 ) -> bytes:
     """APPEND `message` to `mailbox`; the server's tagged answer (with APPENDUID where offered).
 
-    A mailbox EXAMINEd on this connection is closed first (CLOSE after EXAMINE expunges nothing):
-    Courier refuses to APPEND to the mailbox it has selected read-only.
+    A server that refuses it while a mailbox is selected is asked once more with none selected (a NO
+    means nothing was appended), and on that connection every later APPEND leaves the mailbox first.
     """
-    if client._imap.state == "SELECTED" and client._imap.is_readonly:
-        client.close_folder()
+    if client in _DESELECT_TO_APPEND:
+        deselect(client)
+    try:
+        return _append(client, mailbox, message, flags, when)
+    except imaplib.IMAP4.abort:
+        raise
+    except imaplib.IMAP4.error:
+        if not selected(client) or not deselect(client):
+            raise
+    answer = _append(client, mailbox, message, flags, when)
+    _DESELECT_TO_APPEND.add(client)
+    return answer
+
+
+def _append(
+    client: IMAPClient, mailbox: str, message: bytes, flags: tuple[bytes, ...], when: dt.datetime | None
+) -> bytes:
     return client.append(mailbox, message, flags=flags, msg_time=when)  # type: ignore[no-any-return]

@@ -18,20 +18,13 @@ from imapclient.exceptions import CapabilityError, IllegalStateError, InvalidCri
 
 from imap_mcp.server.config import ImapSettings
 from imap_mcp.server.errors import MailboxError
+from imap_mcp.server.imap.answers import server_text
 from imap_mcp.server.imap.connection import MailboxUnavailable
 
 #: what imapclient, imaplib, sockets and TLS raise during an IMAP call
 LIBRARY_ERRORS: tuple[type[Exception], ...] = (imaplib.IMAP4.error, OSError, EOFError)
-SERVER_TEXT_MAX = 200
 
 Explainer = Callable[[BaseException, ImapSettings, str], MailboxError]
-
-
-def server_text(exc: BaseException) -> str:
-    """The server's own words, without imaplib's prefix, cut short: context for a message, never all of it."""
-    text = str(exc)
-    text = text.split(": ", 1)[-1] if ": " in text else text
-    return " ".join(text.split())[:SERVER_TEXT_MAX] or type(exc).__name__
 
 
 def _timeout(exc: BaseException, settings: ImapSettings, doing: str) -> MailboxError:

@@ -13,7 +13,8 @@
 - `authenticate` runs AUTHENTICATE with a callback that answers each server challenge in turn
   (imapclient's own OAuth logins resend the token where RFC 7628 wants an ending answer).
 - `read_lines_boundedly` makes a new connection skip overlong FETCH responses (`long_lines`);
-  `in_step` says whether a command was left unfinished on a connection (then it must be closed).
+  `in_step` says whether a command was left unfinished on a connection (then it must be closed);
+  `last_command_and_line` names what an answer that could not be used answered.
 
 This module and `fetch_parser` (which reads FETCH responses faster than imapclient, with its own
 conversions) are the one place that reaches into imapclient's private API (`_imap`, the imaplib
@@ -23,6 +24,7 @@ imapclient upgrade is checked here.
 
 from __future__ import annotations
 
+import imaplib
 import re
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -31,7 +33,7 @@ from imapclient import IMAPClient
 from imapclient.exceptions import ProtocolError
 
 from imap_mcp.server.imap.fetch_parser import parse_fetch_response
-from imap_mcp.server.imap.long_lines import MAX_LINE, OVERSIZED, bound_lines
+from imap_mcp.server.imap.long_lines import MAX_LINE, OVERSIZED, bound_lines, last_exchange
 from imap_mcp.server.imap.uid_sets import compress, expand
 
 #: keep each command line well under Dovecot's 64 KB limit
@@ -134,7 +136,8 @@ def fetch(client: IMAPClient, uids: Sequence[int] | str, items: Sequence[str]) -
     first_key = _answer_prefix(items[0])
     for piece in split_uid_set(uid_set):
         unread_numbers: dict[int, str] = {}
-        for uid, values in _by_uid(_fetched(client, True, piece, items), unread_numbers):
+        data = _fetched(client, True, piece, items) if wanted is None else _fetched_of_held(client, piece, items)
+        for uid, values in _by_uid(data, unread_numbers):
             if wanted is None or uid in wanted:
                 found.setdefault(uid, {}).update(values)
         for uid, reason in _uids_of_numbers(client, unread_numbers).items():
@@ -161,6 +164,37 @@ def _fetched(client: IMAPClient, by_uid: bool, message_set: str, items: Sequence
     typ, data = client._imap._command_complete("FETCH", tag)
     client._checkok("fetch", typ, data)
     return list(client._imap._untagged_response(typ, data, "FETCH")[1])
+
+
+def _fetched_of_held(client: IMAPClient, uid_set: str, items: Sequence[str]) -> list[Any]:
+    """`_fetched` of `uid_set`; when the server refuses the set, of those of its UIDs the mailbox holds.
+
+    A server may refuse a set that names a UID it does not hold (Mailutils answers BAD), where RFC 3501
+    wants those UIDs ignored: asked again for only the UIDs the mailbox holds (`every_uid`). A refusal
+    for any other reason (all of them are held) stands.
+    """
+    try:
+        return _fetched(client, True, uid_set, items)
+    except imaplib.IMAP4.abort:
+        raise
+    except imaplib.IMAP4.error:
+        asked = expand(uid_set)
+        held = every_uid(client) & set(asked)
+        if len(held) == len(set(asked)):
+            raise
+    return _fetched(client, True, compress(held), items) if held else []
+
+
+def answered_uids(client: IMAPClient, uid_set: str) -> set[int]:
+    """The UIDs the server names in answer to `UID FETCH uid_set (UID)`: each response carries its message's
+    UID, whatever the server took the set for. A refusal (NO, BAD) is raised."""
+    found = parse_fetch_response([item for item in _fetched(client, True, uid_set, ["UID"]) if item])
+    return {values[b"UID"] for values in found.values() if isinstance(values.get(b"UID"), int)}
+
+
+def every_uid(client: IMAPClient) -> set[int]:
+    """The UID of every message in the selected mailbox (`UID FETCH 1:* (UID)`)."""
+    return answered_uids(client, "1:*")
 
 
 def _uids_of_numbers(client: IMAPClient, unread_numbers: dict[int, str]) -> dict[int, str]:
@@ -229,6 +263,11 @@ def authenticate(client: IMAPClient, mechanism: str, answer: Callable[[bytes], s
 def read_lines_boundedly(client: IMAPClient) -> None:
     """Make `client` skip a FETCH response with a line over imaplib's limit instead of failing mid-response."""
     bound_lines(client._imap)
+
+
+def last_command_and_line(client: IMAPClient) -> tuple[bytes, bytes]:
+    """The name of the last command sent on `client` and the beginning of the last line read (`long_lines`)."""
+    return last_exchange(client._imap)
 
 
 def in_step(client: IMAPClient) -> bool:

@@ -13,6 +13,9 @@ line), so memory stays bounded and the connection stays in step. In its place im
 does); `fetch` reports that message as `OVERSIZED` instead of failing the whole command. Any
 other response with an overlong line still raises imaplib's error, and the pool closes that
 connection (a command is left unfinished on it).
+
+The reader also keeps the beginning of the last line it read and the name of the last command sent
+(`last_exchange`), so an answer imap-mcp cannot use can be named in the error it becomes.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ OVERSIZED = b"X-IMAP-MCP-OVERSIZED"
 _FETCH_START = re.compile(rb"\* (\d+) FETCH \((?:UID (\d+)[ )])?")
 _LITERAL_AT_END = re.compile(rb"\{(\d{1,19})\}\r\n\Z")
 _TAIL = 32  #: enough of a line's end to see a literal announcement
+_KEPT = 300  #: how much of the last line read (and of a command line) is kept for `last_exchange`
 
 
 def _discard(file: BinaryIO, size: int) -> None:
@@ -65,6 +69,8 @@ class _BoundedLines:
         self.imap = imap
         self.in_literal_response = False  #: the last line announced a literal: the next one continues it
         self.head = b""  #: how the response being read began: "* <n> FETCH (UID <uid>" when it is a FETCH
+        self.last = b""  #: the beginning of the last line read
+        self.command = b""  #: the name of the last command sent (`UID FETCH`, `STATUS`)
 
     @property
     def file(self) -> BinaryIO:
@@ -72,6 +78,7 @@ class _BoundedLines:
 
     def __call__(self) -> bytes:
         line = self.file.readline(MAX_LINE + 1)
+        self.last = line[:_KEPT]
         if not self.in_literal_response:
             self.head = line[:64]
         if len(line) > MAX_LINE:
@@ -90,8 +97,28 @@ class _BoundedLines:
             return marker
         return b"* " + number + b" FETCH (" + (b"UID " + uid if uid else b"") + marker
 
+    def sending(self, send: Callable[[bytes], None]) -> Callable[[bytes], None]:
+        """`send`, noting the name of each command it starts (a line that begins with a tag)."""
+
+        def noting(data: bytes) -> None:
+            words = bytes(data[:_KEPT]).split(None, 3)
+            if len(words) > 1 and words[0].startswith(cast(bytes, self.imap.tagpre)):
+                self.command = b" ".join(words[1:3] if words[1].upper() == b"UID" else words[1:2])
+            send(data)
+
+        return noting
+
 
 def bound_lines(imap: imaplib.IMAP4) -> None:
     """Make `imap` skip FETCH responses with a line over `MAX_LINE` instead of failing mid-response."""
-    reader: Callable[[], bytes] = _BoundedLines(imap)
+    reader = _BoundedLines(imap)
     imap.readline = reader  # type: ignore[method-assign]
+    imap.send = reader.sending(imap.send)  # type: ignore[method-assign,assignment]
+
+
+def last_exchange(imap: imaplib.IMAP4) -> tuple[bytes, bytes]:
+    """The name of the last command sent on `imap` and the beginning of the last line read (empty if unknown)."""
+    reader = imap.readline
+    if isinstance(reader, _BoundedLines):
+        return reader.command, reader.last
+    return b"", b""

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from imapclient import IMAPClient
 
 from imap_mcp.server.imap.message_ids import MAX_UID, InvalidMessageId, MessageRef, check_uidvalidity, decode_id
-from imap_mcp.server.imap.uidvalidity import settle
+from imap_mcp.server.imap.uidvalidity import settle, uidvalidity_in
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ def resolve_one(message_id: str | None, mailbox: str | None, uid: int | None) ->
 def current_ref(client: IMAPClient, target: MessageSelection) -> MessageRef:
     """The one message of `target`, checked against its mailbox's UIDVALIDITY now (examines the mailbox)."""
     settle(client, target.mailbox)
-    current = client.select_folder(target.mailbox, readonly=True)[b"UIDVALIDITY"]
+    current = uidvalidity_in(client.select_folder(target.mailbox, readonly=True), "EXAMINE")
     return check_selection(target, current)[0]
 
 

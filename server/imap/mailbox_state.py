@@ -125,7 +125,10 @@ def mailbox_state(client: IMAPClient, mailbox: str) -> MailboxState | None:
 
 
 def _status(client: IMAPClient, mailbox: str, items: tuple[bytes, ...]) -> dict[bytes, int]:
-    return {bytes(name).upper(): int(value) for name, value in client.folder_status(mailbox, list(items)).items()}
+    """The STATUS items that came as numbers: one given as NIL (`HIGHESTMODSEQ NIL` for an empty mailbox) or
+    anything else is left out, so the state is unknown (as on a server without CONDSTORE) instead of an error."""
+    answer = client.folder_status(mailbox, list(items)).items()
+    return {bytes(name).upper(): value for name, value in answer if isinstance(value, int) and value >= 0}
 
 
 def noop_then_status(

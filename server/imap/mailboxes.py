@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import imaplib
 import time
+import weakref
 from dataclasses import dataclass
 from typing import Literal
 
@@ -91,7 +92,20 @@ class Namespaces:
         return any(name.lower().startswith(prefix.lower()) for prefix in self.all_prefixes)
 
 
+#: each connection's namespaces, asked once: they do not change during a session, and some servers take
+#: tens of milliseconds to answer NAMESPACE (Mailutils), which every new name and role lookup needs
+_KNOWN: weakref.WeakKeyDictionary[IMAPClient, Namespaces] = weakref.WeakKeyDictionary()
+
+
 def namespaces(client: IMAPClient) -> Namespaces:
+    """The connection's namespaces (`_asked_namespaces`), asked once per connection."""
+    known = _KNOWN.get(client)
+    if known is None:
+        known = _KNOWN[client] = _asked_namespaces(client)
+    return known
+
+
+def _asked_namespaces(client: IMAPClient) -> Namespaces:
     """NAMESPACE where offered; else one personal namespace at the top level with LIST's delimiter."""
     if client.has_capability("NAMESPACE"):
         found = client.namespace()

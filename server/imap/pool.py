@@ -8,7 +8,9 @@ in any case before a connection would be handed out. One idle for more than `che
 seconds gets a NOOP before it is handed out. An operation that fails because a reused connection had been dropped is
 run once more on a fresh one. A connection on which an operation failed with a command left
 unfinished (a protocol error: the rest of the answer would be read as the answer to the next
-command) is closed instead of going back to the pool.
+command) is closed instead of going back to the pool. An answer the code reading it cannot use (a
+NIL where a number is due, an item missing: `answers.ANSWER_ERRORS`) becomes an `UnexpectedAnswer`
+naming the command and the server's last line, never a raw exception.
 
 An `InMailbox` operation reads one mailbox. The pool EXAMINEs it (read-only, so nothing it
 does can change flags) and remembers that the connection has it examined, so the next read
@@ -18,7 +20,10 @@ read the pool sends NOOP, then one STATUS (`mailbox_state.noop_then_status`: the
 server report new and expunged messages, or drop the session if the mailbox was renumbered), and
 it EXAMINEs again whenever the UIDVALIDITY differs. The STATUS also gives the mailbox's state
 (`Examined.state`), which the search-order cache reuses. Any other operation may select what it
-likes, so after one the pool forgets what the connection had selected.
+likes, so after one the pool forgets what the connection had selected; a mailbox such an operation
+leaves selected read-write is left (UNSELECT, or EXAMINE and CLOSE: nothing is expunged) before the
+connection goes back, so that what it changed is written back when the tool says it is done (Mailutils
+shows flag changes to other sessions only then).
 """
 
 from __future__ import annotations
@@ -39,13 +44,15 @@ from imapclient import IMAPClient
 from imapclient.exceptions import IMAPClientError
 
 from imap_mcp.server.config import ImapSettings
-from imap_mcp.server.errors import MailboxError
+from imap_mcp.server.errors import ImapMcpError, MailboxError
+from imap_mcp.server.imap.answers import ANSWER_ERRORS, not_understood, server_text
 from imap_mcp.server.imap.connection import abandon, close, connect
 from imap_mcp.server.imap.deadline import Deadline, watch
-from imap_mcp.server.imap.failures import LIBRARY_ERRORS, explain, server_text
-from imap_mcp.server.imap.fetch import in_step
+from imap_mcp.server.imap.failures import LIBRARY_ERRORS, explain
+from imap_mcp.server.imap.fetch import in_step, last_command_and_line
 from imap_mcp.server.imap.mailbox_state import Journal, MailboxState, journal_for, mailbox_state, noop_then_status
-from imap_mcp.server.imap.uidvalidity import settle
+from imap_mcp.server.imap.selection import deselect, selected_read_write
+from imap_mcp.server.imap.uidvalidity import settle, uidvalidity_in
 
 T = TypeVar("T")
 
@@ -104,7 +111,7 @@ def examine(client: IMAPClient, mailbox: str) -> Examined:
             f"Mailbox {mailbox!r} cannot be opened ({server_text(exc)}); check the name with list_mailboxes "
             "and pass it exactly as listed."
         ) from None
-    uidvalidity = int(response[b"UIDVALIDITY"])
+    uidvalidity = uidvalidity_in(response, "EXAMINE")
     if state is None or state.uidvalidity != uidvalidity:
         return Examined(mailbox, uidvalidity)
     return Examined(mailbox, uidvalidity, state, journal_for(client, state))
@@ -290,13 +297,15 @@ class ImapPool:
             if deadline.expired:
                 raise self._too_slow() from None
             raise
-        except BaseException:
-            if not deadline.expired:
-                self._give_back_if_in_step(connection)
-                raise
-            close(connection.client)
-            raise self._too_slow() from None
-        if deadline.expired:  # it finished, but its socket is shut down
+        except BaseException as exc:
+            if deadline.expired:
+                close(connection.client)
+                raise self._too_slow() from None
+            self._give_back_if_in_step(connection)
+            if isinstance(exc, ANSWER_ERRORS) and not isinstance(exc, ImapMcpError):
+                raise not_understood(exc, *last_command_and_line(connection.client), _doing(operation)) from exc
+            raise
+        if deadline.expired or not _written_back(connection.client):  # finished, but its socket is shut down
             close(connection.client)
         else:
             self._give_back(connection)
@@ -323,6 +332,20 @@ class ImapPool:
             reaper.thread.join(self.settings.timeout)
         for item in idle:
             close(item.client)
+
+
+def _written_back(client: IMAPClient) -> bool:
+    """Leave a mailbox an operation left selected read-write, so that the server writes back what the operation
+    changed before the tool says it is done (Mailutils keeps flag changes from other sessions, and from its
+    files, until the mailbox is left); nothing is expunged (`selection.deselect`). False when the connection
+    failed doing so (it is then closed; the operation's result stands)."""
+    if not selected_read_write(client):
+        return True
+    try:
+        deselect(client)
+    except LIBRARY_ERRORS:
+        return False
+    return True
 
 
 def _doing(operation: Operation[T]) -> str:

@@ -1,32 +1,97 @@
 """A UIDVALIDITY the IMAP server has committed to, also on servers that commit late.
 
-Courier-IMAP writes a mailbox's UIDVALIDITY down only when the mailbox is first selected
-read-write; until then every STATUS and EXAMINE answers with the current time, so an id taken
-from such a mailbox (a folder a hosting panel made and no mail client has opened yet) would go
-stale within a second, and an approval pinned to it would never match. `settle` makes such a
-server commit before its UIDVALIDITY is read: a read-write SELECT, then EXAMINE and CLOSE, which
-expunge nothing (selecting a mailbox again deselects without expunging, RFC 3501 6.3.1, and CLOSE
-of a read-only mailbox expunges nothing). Nothing is selected afterwards: Courier refuses to
-APPEND to or DELETE the selected mailbox. Other servers are left alone.
+Some servers fix a mailbox's UIDVALIDITY only once the mailbox is selected read-write. Courier-IMAP
+answers every STATUS and EXAMINE of a mailbox never opened so with the current time; GNU Mailutils
+gives a mailbox holding mail no one has opened read-write (Maildir `new/`) a new UIDVALIDITY, and
+those messages new UIDs, at each look. An id taken from such an answer goes stale within a second,
+and an approval pinned to it never matches. `settle` makes the server commit before the
+UIDVALIDITY is read: a read-write SELECT, then leaving the mailbox without expunging anything
+(`selection.deselect`: UNSELECT where offered, else EXAMINE and CLOSE). Nothing is selected
+afterwards (Courier refuses to APPEND to or DELETE the selected mailbox).
+
+Which servers need it is learnt from what they do, never from their greeting. Every UIDVALIDITY a
+connection is told (SELECT, EXAMINE, STATUS) is noted per mailbox (`saw`), and a mailbox whose
+UIDVALIDITY is seen to change between two answers is settled before its UIDVALIDITY is read again.
+Two looks within one second may agree on a late committer (Courier reads the clock), so on a server
+without CONDSTORE each mailbox is also settled the first time a connection reads its UIDVALIDITY;
+a server with CONDSTORE keeps mod-sequences per mailbox across sessions (RFC 7162), and with them
+the UIDVALIDITY they belong to, and is spared that first settle.
 """
 
 from __future__ import annotations
 
+import imaplib
+import weakref
+from typing import Any
+
 from imapclient import IMAPClient
 
-#: greeting text of the servers that fix UIDVALIDITY only at the first read-write SELECT
-_LATE_COMMITTERS = (b"Courier-IMAP",)
+from imap_mcp.server.imap.answers import unexpected_answer
+from imap_mcp.server.imap.selection import deselect
 
 
-def commits_late(client: IMAPClient) -> bool:
-    """Whether this connection's server fixes a mailbox's UIDVALIDITY only when it is first selected read-write."""
-    greeting = client.welcome or b""
-    return any(name in greeting for name in _LATE_COMMITTERS)
+class _Seen:
+    """What a connection was last told a mailbox's UIDVALIDITY is, whether it settled the mailbox, and whether
+    the UIDVALIDITY changed since."""
+
+    __slots__ = ("last", "settled", "unsteady")
+
+    def __init__(self, last: int, settled: bool = False) -> None:
+        self.last = last
+        self.settled = settled
+        self.unsteady = False
+
+
+#: per connection, per mailbox (INBOX in upper case): the UIDVALIDITY seen last
+_SIGHTINGS: weakref.WeakKeyDictionary[IMAPClient, dict[str, _Seen]] = weakref.WeakKeyDictionary()
+
+
+def _key(mailbox: str) -> str:
+    return "INBOX" if mailbox.upper() == "INBOX" else mailbox
+
+
+def saw(client: IMAPClient, mailbox: str, uidvalidity: object) -> None:
+    """Note a UIDVALIDITY the server gave for `mailbox` (anything else than a number is ignored)."""
+    if not isinstance(uidvalidity, int) or isinstance(uidvalidity, bool):
+        return
+    sightings = _SIGHTINGS.setdefault(client, {})
+    seen = sightings.get(_key(mailbox))
+    if seen is None:
+        sightings[_key(mailbox)] = _Seen(uidvalidity)
+    elif seen.last != uidvalidity:
+        seen.last, seen.unsteady = uidvalidity, True
+
+
+def _needs_settling(client: IMAPClient, mailbox: str) -> bool:
+    seen = _SIGHTINGS.get(client, {}).get(_key(mailbox))
+    if seen is not None and seen.unsteady:
+        return True
+    return not (seen is not None and seen.settled) and not client.has_capability("CONDSTORE")
 
 
 def settle(client: IMAPClient, mailbox: str) -> None:
-    """Make the server commit `mailbox`'s UIDVALIDITY (see the module docstring); nothing is selected if it did."""
-    if commits_late(client):
-        client.select_folder(mailbox)
-        client.select_folder(mailbox, readonly=True)
-        client.close_folder()
+    """Make the server commit `mailbox`'s UIDVALIDITY where it may not have (see the module docstring);
+    nothing is selected afterwards if it did."""
+    if not _needs_settling(client, mailbox):
+        return
+    try:
+        answer = client.select_folder(mailbox)
+    except imaplib.IMAP4.abort:
+        raise  # the connection dropped: the pool's business
+    except imaplib.IMAP4.error:
+        return  # it cannot be opened read-write: nothing commits it; what the caller sends next says more
+    committed = uidvalidity_in(answer, "SELECT")
+    deselect(client)
+    _SIGHTINGS.setdefault(client, {})[_key(mailbox)] = _Seen(committed, settled=True)
+
+
+def uidvalidity_in(answer: dict[bytes, Any], command: str) -> int:
+    """The UIDVALIDITY in a SELECT, EXAMINE or STATUS answer; `UnexpectedAnswer` when it has none."""
+    value = answer.get(b"UIDVALIDITY")
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    if b"UIDVALIDITY" in answer:
+        described = f"UIDVALIDITY {value!r}"
+    else:
+        described = "no UIDVALIDITY among " + " ".join(bytes(key).decode("ascii", "replace") for key in answer)
+    raise unexpected_answer(command, described, ", so no message id can be made for its messages")

@@ -38,7 +38,7 @@ from imapclient.exceptions import IMAPClientError
 from pydantic import BaseModel, Field
 
 from imap_mcp.server.errors import MailboxError
-from imap_mcp.server.imap.failures import server_text
+from imap_mcp.server.imap.answers import server_text
 from imap_mcp.server.imap.fetch import add_flags_unless_changed
 from imap_mcp.server.imap.mailbox_state import mailbox_state
 from imap_mcp.server.imap.pool import Examined, NoSuchMailbox

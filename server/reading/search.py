@@ -26,6 +26,7 @@ from imapclient.imapclient import _literal
 from imapclient.response_parser import parse_message_list
 from pydantic import BaseModel, Field
 
+from imap_mcp.server.imap.existence import existing_uids
 from imap_mcp.server.imap.fetch import FetchData, esearch_all, fetch, raw_untagged
 from imap_mcp.server.imap.mailbox_state import vanished_and_changed
 from imap_mcp.server.imap.pool import Examined
@@ -109,8 +110,14 @@ class SearchPage(BaseModel):
 
 
 def _keys(query: SearchQuery, within: str | None) -> list[bytes]:
-    """The query's keys, and `UID within` when the search is restricted to a UID set."""
-    return query.program() if within is None else [*query.program(), b"UID", within.encode("ascii")]
+    """The query's keys, and `UID within` when the search is restricted to a UID set.
+
+    A command never ends in a value that ends in `}`: Mailutils takes a last word such as `"{5}"`
+    (quoted or sent as a literal) for a literal announcement and waits for bytes that never come. `ALL`
+    after it changes nothing (the keys are ANDed).
+    """
+    keys = query.program() if within is None else [*query.program(), b"UID", within.encode("ascii")]
+    return [*keys, b"ALL"] if keys[-1].rstrip(b'"').endswith(b"}") else keys
 
 
 def _search_command(query: SearchQuery, within: str | None = None) -> list[bytes]:
@@ -260,7 +267,7 @@ class LiveSearch:
         return set(matching_uids(self.client, self.query, uid_set))
 
     def existing_among(self, uid_set: str) -> set[int]:
-        return set(matching_uids(self.client, SearchQuery(), uid_set))
+        return existing_uids(self.client, expand(uid_set))
 
     def changed_since(self, modseq: int, uid_set: str) -> set[int]:
         """UIDs of `uid_set` whose flags changed after `modseq` (CONDSTORE `SEARCH MODSEQ`, RFC 7162)."""

@@ -15,8 +15,8 @@ INTERNALDATE never change. That STATUS is the one the pool sends before every re
 - messages left (fewer messages than the old ones and the arrivals add up to): on a connection that
   has kept the mailbox examined, what the session was told left it (QRESYNC `VANISHED`, kept in a
   `mailbox_state.Journal`) when it can vouch for having heard all since the remembered state; else
-  with QRESYNC the server names them (`VANISHED`, below); otherwise the remembered matches still
-  there are asked for in one `UID SEARCH UID <set>`. The others are dropped;
+  with QRESYNC the server names them (`VANISHED`, below); otherwise which remembered matches are
+  still there is asked with `UID FETCH <set> (UID)` (`existence`). The others are dropped;
 - flags changed (HIGHESTMODSEQ grew): a search about content alone is unaffected; one that looks at
   flags (unread_only, flagged_only) re-checks only the UIDs changed since (`SEARCH MODSEQ`, or the
   QRESYNC command below when it ran anyway): those that stopped matching are dropped; one that started

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from harness import Account, message_ids, served
+from harness import Account, error_text, message_ids, served
 
 from imap_mcp.server.tools.results import LISTED_IDS_MAX
 
@@ -21,6 +21,7 @@ def flags_of(account: Account, uid: int) -> set[bytes]:
         client.logout()
 
 
+@pytest.mark.servers("dovecot", "cyrus", "courier", reason="Mailutils keeps no keywords (the test below)")
 async def test_flags_and_keywords_are_added_and_removed(account: Account) -> None:
     ids = message_ids(account, "INBOX")
     async with served(account) as client:
@@ -55,11 +56,20 @@ async def test_flags_on_many_ids_change_those_that_exist_and_report_the_rest_mis
     existing = message_ids(account, "INBOX")[:1]
     unknown = [MessageRef("INBOX", decode_id(existing[0]).uidvalidity, uid).id for uid in range(1_000, 21_000)]
     async with served(account) as client:
-        result = await client.call_tool("set_message_flags", {"ids": unknown + existing, "add": ["Work"]})
+        result = await client.call_tool("set_message_flags", {"ids": unknown + existing, "add": ["\\Flagged"]})
     content = result.structured_content
     assert content["ids"] == existing  # type: ignore[index]
     # bounded for a model: the first ids, the exact count, and the rest as UID ranges
     assert content["missing_ids"] == unknown[:LISTED_IDS_MAX] and content["missing_count"] == len(unknown)  # type: ignore[index]
     assert content["rest"] == "missing UIDs in 'INBOX': 1000:20999."  # type: ignore[index]
     assert len(result.content[0].text) + len(json.dumps(content)) < 20_000  # type: ignore[union-attr]
-    assert b"Work" in flags_of(account, 1)
+    assert b"\\Flagged" in flags_of(account, 1)
+
+
+@pytest.mark.servers("mailutils", reason="keeps no keywords: a STORE of one is answered BAD")
+async def test_a_keyword_on_a_server_that_keeps_none_is_refused_naming_its_answer(account: Account) -> None:
+    ids = message_ids(account, "INBOX")
+    async with served(account) as client:
+        said = error_text(await client.call_tool("set_message_flags", {"ids": ids[:1], "add": ["\\Flagged", "Work"]}))
+    assert "UID answered BAD" in said and "Unrecognized flag" in said
+    assert not {b"\\Flagged", b"Work"} & flags_of(account, 1)

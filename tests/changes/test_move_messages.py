@@ -7,7 +7,7 @@ import uuid
 from typing import Any
 
 import pytest
-from harness import Account, Person, message_ids, pool_without, served, start_dovecot
+from harness import Account, Person, error_text, message_ids, pool_without, served, start_dovecot
 from harness import new_account as fresh_account
 
 from imap_mcp.server.demo.sample_mail import seed
@@ -16,6 +16,8 @@ from imap_mcp.server.imap.uid_sets import compress, expand
 from imap_mcp.server.tools.results import LISTED_IDS_MAX
 
 pytestmark = pytest.mark.anyio
+#: moves need MOVE or UIDPLUS, which Mailutils lacks: there they are refused (the test after the Dovecot one below)
+MOVING = pytest.mark.servers("dovecot", "cyrus", "courier", reason="Mailutils has neither MOVE nor UIDPLUS")
 
 
 async def move(account: Account, args: dict[str, Any], pool: Any = None) -> Any:
@@ -29,6 +31,7 @@ def test_uid_sets_are_compressed_into_ranges() -> None:
     assert expand("1:3,5,9:7") == [1, 2, 3, 5, 9, 8, 7]
 
 
+@MOVING
 async def test_a_move_returns_the_new_ids_and_leaves_the_source(account: Account) -> None:
     ids = message_ids(account, "INBOX")
     result = await move(account, {"ids": ids[:2], "destination": "Archive"})
@@ -49,6 +52,7 @@ async def test_a_move_into_the_public_namespace(account: Account) -> None:
     assert result.structured_content["new_ids"] == message_ids(account, public)
 
 
+@MOVING
 async def test_without_move_it_copies_then_expunges_exactly_the_moved_uids(account: Account) -> None:
     ids = message_ids(account, "INBOX")
     other = account.imap()
@@ -85,6 +89,27 @@ async def test_a_server_with_neither_move_nor_uidplus_refuses_a_move_but_copies(
         dovecot.stop()
 
 
+@pytest.mark.servers("mailutils", reason="the matrix's server with neither MOVE nor UIDPLUS")
+async def test_on_a_server_with_neither_move_nor_uidplus_moves_and_deletes_are_refused(account: Account) -> None:
+    """A real server without them: a move, a trash-delete and a permanent delete are refused before anyone is
+    asked, and nothing changes; a copy runs."""
+    ids = message_ids(account, "INBOX")
+    person = Person()
+    async with served(account, mode="legacy", elicitation_callback=person) as client:
+        moved = await client.call_tool("move_messages", {"ids": ids[:1], "destination": "Archive"})
+        trashed = await client.call_tool("delete_messages", {"ids": ids[:1]})
+        deleted = await client.call_tool("delete_messages", {"ids": ids[:1], "permanent": True})
+        copied = await client.call_tool("move_messages", {"ids": ids[:1], "destination": "Archive", "mode": "copy"})
+    assert "neither MOVE nor UIDPLUS" in error_text(moved) and "neither MOVE nor UIDPLUS" in error_text(trashed)
+    assert "does not offer UIDPLUS" in error_text(deleted)
+    assert all("Nothing was changed" in error_text(result) for result in (moved, trashed, deleted))
+    assert len(person.shown) == 1 and "Copy 1 message" in person.shown[0]  # only the copy asked anyone
+    assert copied.structured_content["status"] == "done"
+    assert message_ids(account, "INBOX") == ids and len(message_ids(account, "Archive")) == 2
+    assert message_ids(account, "Trash") == []
+
+
+@MOVING
 async def test_a_huge_uid_set_goes_to_the_server_as_ranges(account: Account) -> None:
     inbox = message_ids(account, "INBOX")
     uidvalidity = int(inbox[0].split(".")[2])
@@ -99,12 +124,14 @@ async def test_a_huge_uid_set_goes_to_the_server_as_ranges(account: Account) -> 
     assert message_ids(account, "INBOX") == []
 
 
+@MOVING
 async def test_a_move_to_a_missing_mailbox_is_refused(account: Account) -> None:
     ids = message_ids(account, "INBOX")
     missing = await move(account, {"ids": ids[:1], "destination": "Nowhere"})
     assert missing.is_error and "create it first" in missing.content[0].text
 
 
+@MOVING
 @pytest.mark.parametrize("destination", ["INBOX", "inbox", "Inbox"])
 @pytest.mark.parametrize("mode", ["move", "copy"])
 async def test_a_move_or_copy_into_the_same_mailbox_is_refused_before_anyone_is_asked(
@@ -119,6 +146,7 @@ async def test_a_move_or_copy_into_the_same_mailbox_is_refused_before_anyone_is_
     assert message_ids(account, "INBOX") == ids
 
 
+@MOVING
 async def test_a_move_to_inbox_in_another_case_names_it_inbox(account: Account) -> None:
     archived = message_ids(account, "Archive")
     result = await move(account, {"ids": archived, "destination": "inbox"})

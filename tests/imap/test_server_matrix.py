@@ -1,8 +1,10 @@
-"""What differs between real IMAP servers, shown on each server of the matrix (Dovecot, Cyrus, Courier).
+"""What differs between real IMAP servers, shown on each server of the matrix (Dovecot, Cyrus, Courier,
+Mailutils).
 
 Roles without SPECIAL-USE (XLIST, then the usual names after the personal namespace), new names
-in the server's namespace, one newest-first order with and without SORT, and Cyrus refusing to
-delete a mailbox re-created within the same second.
+in the server's namespace, one newest-first order with and without SORT, Cyrus refusing to
+delete a mailbox re-created within the same second, messages after a gap in the UIDs (Mailutils
+reads `UID SEARCH UID` sets as message numbers), and ids of mail no client has opened yet.
 """
 
 from __future__ import annotations
@@ -11,11 +13,23 @@ import datetime as dt
 from typing import Any
 
 import pytest
-from harness import Account, Person, error_text, guarded_client, new_account, served, structured
+from harness import (
+    Account,
+    Person,
+    append_message,
+    error_text,
+    guarded_client,
+    message_ids,
+    new_account,
+    plain_mail,
+    served,
+    structured,
+)
 from imapclient import IMAPClient
 
 from imap_mcp.server.config import ImapSettings
 from imap_mcp.server.imap.connection import connect
+from imap_mcp.server.imap.message_ids import MessageRef, decode_id
 from imap_mcp.server.imap.pool import ImapPool
 
 pytestmark = pytest.mark.anyio
@@ -144,12 +158,11 @@ async def test_the_advice_to_create_a_missing_mailbox_names_it_the_servers_way(e
 def account_with_ties(server: object) -> Account:
     """Three messages received in the same second, then one received a day earlier but appended last."""
     account = new_account(server)  # type: ignore[arg-type]
-    client = account.imap()
     tie = dt.datetime(2026, 10, 20, 8, tzinfo=dt.UTC)
     for n in range(3):
-        client.append("INBOX", f"Subject: tie {n}\r\nFrom: tie@example.com\r\n\r\nx\r\n".encode(), msg_time=tie)
-    client.append("INBOX", b"Subject: older\r\nFrom: tie@example.com\r\n\r\nx\r\n", msg_time=tie - dt.timedelta(days=1))
-    client.logout()
+        append_message(account, f"Subject: tie {n}\r\nFrom: tie@example.com\r\n\r\nx\r\n".encode(), received=tie)
+    older = b"Subject: older\r\nFrom: tie@example.com\r\n\r\nx\r\n"
+    append_message(account, older, received=tie - dt.timedelta(days=1))
     return account
 
 
@@ -175,3 +188,53 @@ async def test_a_mailbox_deleted_created_and_deleted_again_within_a_second_is_go
     direct = account.imap()
     assert name not in {n for _, _, n in direct.list_folders()}
     direct.logout()
+
+
+def expunge_second_message(account: Account) -> None:
+    """Another mail client deletes the second INBOX message for good: a gap in the UIDs (1, 3, 4, ...)."""
+    client = account.imap()
+    try:
+        client.select_folder("INBOX")
+        client.add_flags([2], [b"\\Deleted"])
+        client.expunge()  # the only message marked \Deleted (not UID EXPUNGE: Mailutils has no UIDPLUS)
+    finally:
+        client.logout()
+
+
+async def test_messages_after_a_uid_gap_are_found_and_the_gap_is_gone(account: Account) -> None:
+    """Which UIDs exist is asked with UID FETCH: Mailutils takes the set of `UID SEARCH UID` for message numbers
+    (every message after a gap read as missing) and refuses a UID FETCH set naming a UID it does not hold."""
+    expunge_second_message(account)
+    ids = message_ids(account, "INBOX")
+    gone = MessageRef("INBOX", decode_id(ids[0]).uidvalidity, 2).id
+    async with served(account) as client:
+        flagged = structured(await client.call_tool("set_message_flags", {"ids": ids[-2:], "add": ["\\Flagged"]}))
+        read = structured(await client.call_tool("get_message", {"id": ids[-1]}))
+        missing = error_text(await client.call_tool("get_message", {"id": gone}))
+        both = structured(await client.call_tool("set_message_flags", {"ids": [gone, ids[-1]], "add": ["\\Seen"]}))
+    assert len(ids) == 8 and flagged["ids"] == ids[-2:]
+    assert read["headers"]["subject"] == "Urgent: account notice"
+    assert "deleted or moved" in missing
+    assert both["ids"] == [ids[-1]] and both["missing_ids"] == [gone]
+
+
+async def test_ids_of_mail_no_client_has_opened_stay_valid(empty_account: Account) -> None:
+    """Mail delivered into a mailbox nobody has opened read-write (Mailutils: Maildir `new/`, a new UIDVALIDITY
+    and new UIDs at each look; Courier: the clock as UIDVALIDITY) is settled before its ids are made, whatever
+    the server's greeting: the id a search gives still reads the message in another session."""
+    account = empty_account
+    direct = account.imap()
+    try:
+        direct.append("INBOX", plain_mail("delivered"))
+    finally:
+        direct.logout()
+    async with served(account) as first:
+        found = structured(await first.call_tool("search_messages", {}))["messages"]
+    another = account.imap()
+    try:
+        another.folder_status("INBOX", [b"UIDNEXT"])  # another mail client looks (Mailutils: new UIDs, unless settled)
+    finally:
+        another.logout()
+    async with served(account) as second:
+        read = structured(await second.call_tool("get_message", {"id": found[0]["id"]}))
+    assert read["headers"]["subject"] == "delivered"

@@ -2,6 +2,7 @@
 
 First look, nothing twice, new mail, paging while mail arrives, UIDVALIDITY changes, marks removed by another
 client, concurrent callers, a mailbox that cannot keep keywords, annotations, no question to a person.
+Mailutils keeps no keywords at all: there the tool is refused (the last test), and only that is tested.
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ from imapclient import IMAPClient
 from imap_mcp.server.imap.message_ids import decode_id
 from imap_mcp.server.reading.new_messages import LISTED, list_new, look, record
 
-pytestmark = pytest.mark.anyio
+#: the servers that keep keywords (Mailutils keeps none: the tool is refused there)
+KEEPING_KEYWORDS = ("dovecot", "cyrus", "courier")
+pytestmark = [pytest.mark.anyio, pytest.mark.servers(*KEEPING_KEYWORDS, reason="the last look is a keyword")]
 
 #: the sample INBOX messages a person has read already
 READ_BEFORE = {"Quarterly report", "Invoice and overview", "Project kickoff"}
@@ -239,6 +242,7 @@ async def test_the_call_asks_no_one_and_states_its_annotations(account: Account)
     assert len(listed["messages"]) == 1 and person.shown == []
 
 
+@pytest.mark.servers(*KEEPING_KEYWORDS, "mailutils", reason="arguments are checked on every server")
 @pytest.mark.parametrize(
     ("arguments", "said"),
     [
@@ -287,3 +291,18 @@ async def test_a_mailbox_that_cannot_keep_the_keyword_is_refused_untouched(accou
         said = error_text(await mcp_client.call_tool("list_new_messages", {"mailbox": feed}))
     assert "cannot record what it has listed" in said and "Nothing was listed or changed" in said
     assert flags_by_subject(account, "Feed") == {"Kept as it is": set()}
+
+
+@pytest.mark.servers("mailutils", reason="its PERMANENTFLAGS hold no \\* and STORE refuses any keyword")
+async def test_a_server_that_keeps_no_keywords_is_refused_untouched(account: Account) -> None:
+    client = account.imap()
+    try:
+        permanent = client.select_folder("INBOX")[b"PERMANENTFLAGS"]
+    finally:
+        client.logout()
+    assert b"\\*" not in permanent and LISTED not in permanent
+    before = flags_by_subject(account)
+    async with served(account) as mcp_client:
+        said = error_text(await mcp_client.call_tool("list_new_messages", {}))
+    assert "cannot record what it has listed" in said and "Nothing was listed or changed" in said
+    assert flags_by_subject(account) == before

@@ -1,10 +1,11 @@
-"""Real IMAP servers besides Dovecot for the test matrix: Cyrus IMAP and Courier-IMAP.
+"""Real IMAP servers besides Dovecot for the test matrix: Cyrus IMAP, Courier-IMAP and GNU Mailutils imap4d.
 
-`scripts/dev setup` downloads their Debian packages and unpacks them into
+`scripts/dev setup` downloads the Debian packages of Cyrus and Courier and unpacks them into
 `/var/cache/imap-mcp/imap-servers/root`, or the tree named by `IMAP_MCP_SERVERS_ROOT` (installing
-them would make apt remove dovecot-imapd: all three provide `imap-server`). Each launcher runs its
-server from that tree in a short temp dir, on two free loopback ports (plain and implicit TLS), and
-stops it by signalling its whole process group, like `server/demo/dovecot.py` does for Dovecot.
+them would make apt remove dovecot-imapd: all three provide `imap-server`); it apt-installs
+`mailutils-imap4d`, which provides none. Each launcher runs its server in a short temp dir, on two
+free loopback ports (plain and implicit TLS), and stops it by signalling its whole process group,
+like `server/demo/dovecot.py` does for Dovecot.
 """
 
 from __future__ import annotations
