@@ -22,7 +22,7 @@ from email.policy import compat32
 
 from imapclient import IMAPClient
 
-from imap_mcp.server.imap.failures import server_text
+from imap_mcp.server.imap.answers import server_text
 from imap_mcp.server.imap.fetch import fetch
 from imap_mcp.server.imap.pool import NoSuchMailbox, examine
 

@@ -40,8 +40,8 @@ from imapclient.exceptions import IMAPClientError
 from imap_mcp.sealing import Scope, Target
 from imap_mcp.server.changes.copies import already_copied, held_in, message_ids_of
 from imap_mcp.server.errors import MailboxError
+from imap_mcp.server.imap.answers import server_text
 from imap_mcp.server.imap.existence import existing_uids
-from imap_mcp.server.imap.failures import server_text
 from imap_mcp.server.imap.fetch import add_flags_reporting, take_response_codes
 from imap_mcp.server.imap.lookup import MessageSelection, check_selection
 from imap_mcp.server.imap.mailboxes import mailbox_with_role, missing_role_advice
