@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from email.parser import BytesHeaderParser
+from email.policy import compat32
 
 import pytest
 from harness import MODES, Account, Person, append_message, error_text, served, structured
@@ -29,8 +31,8 @@ def original_of(account: Account, subject: str) -> tuple[MessageRef, str, str | 
         headers = next(v for k, v in fields.items() if k.startswith(b"BODY[HEADER.FIELDS")).decode()
     finally:
         client.logout()
-    values = dict(line.split(": ", 1) for line in headers.strip().splitlines())
-    return MessageRef("INBOX", int(status[b"UIDVALIDITY"]), uid), values["Message-ID"], values.get("References")
+    values = BytesHeaderParser(policy=compat32).parsebytes(headers.encode())  # Mailutils upper-cases the names
+    return MessageRef("INBOX", int(status[b"UIDVALIDITY"]), uid), str(values["Message-ID"]), values.get("References")
 
 
 def flags_of(account: Account, ref: MessageRef) -> set[bytes]:
