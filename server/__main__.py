@@ -1,3 +1,3 @@
-from imap_mcp.server.cli import main
+from .cli import main
 
 main()

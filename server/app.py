@@ -12,15 +12,16 @@ from mcp.types import Icon, ToolAnnotations
 
 from imap_mcp.protocol import Guard
 from imap_mcp.protocol.spec_errors import StrictParams
-from imap_mcp.server.accounts.loading import ENVIRONMENT_ACCOUNT, Account
-from imap_mcp.server.accounts.policy import ToolPolicy
-from imap_mcp.server.config import Settings
-from imap_mcp.server.guard import build_guard
-from imap_mcp.server.http_access import request_principal
-from imap_mcp.server.imap.pool import ImapPool
-from imap_mcp.server.tools import accounts, changes, mailboxes, outgoing, reading, webhooks
-from imap_mcp.server.tools.output_schemas import compact_output_schemas
-from imap_mcp.server.tools.registry import BY_NAME, TOOLS
+
+from .accounts.loading import ENVIRONMENT_ACCOUNT, Account
+from .accounts.policy import ToolPolicy
+from .config import Settings
+from .guard import build_guard
+from .http_access import request_principal
+from .imap.pool import ImapPool
+from .tools import accounts, changes, mailboxes, outgoing, reading, webhooks
+from .tools.output_schemas import compact_output_schemas
+from .tools.registry import BY_NAME, TOOLS
 
 NAME = "imap-mcp"
 INSTRUCTIONS = (

@@ -17,10 +17,10 @@ from collections.abc import Mapping
 
 from starlette.types import ASGIApp
 
-from imap_mcp.server.accounts.loading import load_accounts
-from imap_mcp.server.accounts.serving import accounts_http_app
-from imap_mcp.server.logs import setup_logging
-from imap_mcp.server.startup import announce, load_or_exit
+from .accounts.loading import load_accounts
+from .accounts.serving import accounts_http_app
+from .logs import setup_logging
+from .startup import announce, load_or_exit
 
 
 def create_app(env: Mapping[str, str] | None = None) -> ASGIApp:

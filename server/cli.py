@@ -9,10 +9,10 @@ import sys
 import threading
 from collections.abc import Sequence
 
-from imap_mcp.server.accounts.loading import Accounts, load_accounts
-from imap_mcp.server.config import Settings
-from imap_mcp.server.logs import setup_logging
-from imap_mcp.server.startup import announce, load_or_exit
+from .accounts.loading import Accounts, load_accounts
+from .config import Settings
+from .logs import setup_logging
+from .startup import announce, load_or_exit
 
 DEFAULT_HTTP_PORT = 8000
 SETTINGS_HELP = (
@@ -74,7 +74,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     auth.add_argument("provider", metavar="google|microsoft|TOKEN_URL", help="the provider, or its token endpoint")
     auth.add_argument("--flow", choices=("device", "browser"), help="device code, or a browser on this machine")
     auth.add_argument("--token-file", help="where to save it (default IMAP_OAUTH_TOKEN_FILE, else ~/.config/imap-mcp)")
-    from imap_mcp.server.webhooks.command import add_webhook_commands
+    from .webhooks.command import add_webhook_commands
 
     add_webhook_commands(commands)
     for sub in (serve, demo):
@@ -87,24 +87,24 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
     setup_logging()
     if args.command == "demo":
-        from imap_mcp.server.demo.command import run_demo
+        from .demo.command import run_demo
 
         run_demo(args.host, args.port)
         return
     if args.command == "auth":
-        from imap_mcp.server.oauth.command import run_auth
+        from .oauth.command import run_auth
 
         run_auth(args.provider, args.flow, args.token_file)
         return
     accounts = load_or_exit(load_accounts, os.environ)
     if args.command in ("webhook", "watch", "check"):
-        from imap_mcp.server.accounts.serving import stdio_account
+        from .accounts.serving import stdio_account
 
         chosen = load_or_exit(lambda _env: stdio_account(accounts, args.account), os.environ)
         if args.command == "check":
             run_check_command(chosen.settings)
             return
-        from imap_mcp.server.webhooks.command import run_watch, run_webhook
+        from .webhooks.command import run_watch, run_webhook
 
         if args.command == "webhook":
             run_webhook(chosen.settings, args)
@@ -113,8 +113,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     elif args.command == "serve":
         serve(accounts, args.host, args.port)
     else:
-        from imap_mcp.server.accounts.serving import account_server, stdio_account
-        from imap_mcp.server.transports import run_stdio
+        from .accounts.serving import account_server, stdio_account
+        from .transports import run_stdio
 
         account = load_or_exit(lambda _env: stdio_account(accounts, getattr(args, "account", None)), os.environ)
         announce(accounts, http=False)
@@ -122,7 +122,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 def run_check_command(settings: Settings) -> None:
-    from imap_mcp.server.check import ready, run_check
+    from .check import ready, run_check
 
     steps = run_check(settings)
     for step in steps:
@@ -136,9 +136,9 @@ def run_check_command(settings: Settings) -> None:
 
 def serve(accounts: Accounts, host: str, port: int) -> None:
     """Serve HTTP; off loopback only with bearer tokens (the accounts file's, IMAP_MCP_AUTH_TOKENS) or the opt-out."""
-    from imap_mcp.server.accounts.serving import accounts_http_app
-    from imap_mcp.server.http_access import load_http_settings, require_authentication_off_loopback
-    from imap_mcp.server.transports import listen_or_exit, serve_app
+    from .accounts.serving import accounts_http_app
+    from .http_access import load_http_settings, require_authentication_off_loopback
+    from .transports import listen_or_exit, serve_app
 
     if accounts.source is None:  # with an accounts file every caller needs one of its accounts' tokens
         http_settings = load_or_exit(load_http_settings, os.environ)
@@ -153,7 +153,7 @@ def serve(accounts: Accounts, host: str, port: int) -> None:
 
 def report_check_in_background(settings: Settings) -> None:
     """The check's one-line summary on stderr, when it is done: an IMAP server that is down never delays serving."""
-    from imap_mcp.server.check import run_check, summary
+    from .check import run_check, summary
 
     def report() -> None:
         print(f"imap-mcp: {summary(settings, run_check(settings))}", file=sys.stderr, flush=True)

@@ -15,12 +15,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from imap_mcp.protocol.errors import ImapMcpError
-from imap_mcp.server.errors import OutgoingError
-from imap_mcp.server.outgoing.compose import parse_address
+
+from .errors import OutgoingError
+from .outgoing.compose import parse_address
 
 if TYPE_CHECKING:
-    from imap_mcp.server.oauth.settings import AuthMode, OAuthSettings
-    from imap_mcp.server.webhooks.settings import WebhookSettings
+    from .oauth.settings import AuthMode, OAuthSettings
+    from .webhooks.settings import WebhookSettings
 
 TlsMode = Literal["implicit", "starttls", "none"]
 TLS_MODES: tuple[TlsMode, ...] = ("implicit", "starttls", "none")
@@ -125,7 +126,7 @@ class Settings:
 
 
 def _webhook_defaults() -> WebhookSettings:
-    from imap_mcp.server.webhooks.settings import WebhookSettings
+    from .webhooks.settings import WebhookSettings
 
     return WebhookSettings()
 
@@ -240,7 +241,7 @@ def _tls_mode(env: Mapping[str, str], protocol: str, host: str) -> TlsMode:
 
 
 def load_imap_settings(env: Mapping[str, str]) -> ImapSettings:
-    from imap_mcp.server.oauth.settings import auth_mode, load_oauth_settings, with_provider_hosts
+    from .oauth.settings import auth_mode, load_oauth_settings, with_provider_hosts
 
     env = with_provider_hosts(env)
     host = _required(env, "IMAP_HOST", "the IMAP server's host name, e.g. imap.example.com")
@@ -285,7 +286,7 @@ def _smtp_sender(env: Mapping[str, str], username: str) -> str:
 
 def load_smtp_settings(env: Mapping[str, str], imap: ImapSettings) -> SmtpSettings | None:
     """The SMTP settings, or None when SMTP_HOST is unset; login and CA file default to the IMAP ones."""
-    from imap_mcp.server.oauth.settings import auth_mode, with_provider_hosts
+    from .oauth.settings import auth_mode, with_provider_hosts
 
     env = with_provider_hosts(env)
     host = env.get("SMTP_HOST", "").strip()
@@ -316,14 +317,14 @@ def load_smtp_settings(env: Mapping[str, str], imap: ImapSettings) -> SmtpSettin
 
 def _smtp_oauth(env: Mapping[str, str], imap: ImapSettings) -> OAuthSettings:
     """The account's OAuth settings: the IMAP ones, or read for SMTP alone (IMAP_AUTH=password)."""
-    from imap_mcp.server.oauth.settings import load_oauth_settings
+    from .oauth.settings import load_oauth_settings
 
     return imap.oauth or load_oauth_settings(env, timeout=imap.timeout)
 
 
 def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     """Read every setting from `env` (default: the process environment)."""
-    from imap_mcp.server.webhooks.settings import load_webhook_settings
+    from .webhooks.settings import load_webhook_settings
 
     env = os.environ if env is None else env
     elicitation = _elicitation(env)  # first: its own exit code (1) wins over any other bad setting

@@ -10,7 +10,8 @@ from mcp.server.request_state import authenticated_principal
 
 from imap_mcp.protocol import Guard, PrincipalHook
 from imap_mcp.sealing import KeyRing
-from imap_mcp.server.config import Settings
+
+from .config import Settings
 
 ELICITATION_OFF_LINE = "ELICITATION=false — guarded tools fall back to the two-call token"
 EPHEMERAL_KEY_LINE = (

@@ -37,7 +37,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from imap_mcp.server.config import ConfigError, Secret, is_loopback
+from .config import ConfigError, Secret, is_loopback
 
 LOCAL_HOSTS = ("localhost", "127.0.0.1", "[::1]")
 MIN_TOKEN_LENGTH = 16

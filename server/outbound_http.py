@@ -21,8 +21,8 @@ from functools import partial
 import anyio
 import httpx
 
-from imap_mcp.server.errors import ImapMcpError
-from imap_mcp.server.tls import tls_context
+from .errors import ImapMcpError
+from .tls import tls_context
 
 #: the longest excerpt of a text from the far side
 EXCERPT_CHARS = 200

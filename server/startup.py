@@ -6,10 +6,10 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, TypeVar
 
-from imap_mcp.server.config import ConfigError
+from .config import ConfigError
 
 if TYPE_CHECKING:
-    from imap_mcp.server.accounts.loading import Account, Accounts
+    from .accounts.loading import Account, Accounts
 
 T = TypeVar("T")
 
@@ -43,7 +43,7 @@ def announce(accounts: Accounts, http: bool) -> None:
 
     The random-seal-key warning only over HTTP (see `guard.start_lines`).
     """
-    from imap_mcp.server.guard import ELICITATION_OFF_LINE, start_lines  # here: `check` and `--version` need no SDK
+    from .guard import ELICITATION_OFF_LINE, start_lines  # here: `check` and `--version` need no SDK
 
     first = accounts.accounts[0].settings
     if accounts.source is None:

@@ -15,7 +15,8 @@ from starlette.types import ASGIApp
 
 from imap_mcp.protocol.errors import ImapMcpError
 from imap_mcp.protocol.spec_errors import ModernEnvelopeRouting
-from imap_mcp.server.http_access import MAX_BODY_BYTES, AccessControl, HttpSettings
+
+from .http_access import MAX_BODY_BYTES, AccessControl, HttpSettings
 
 MCP_PATH = "/mcp"
 

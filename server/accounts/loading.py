@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from imap_mcp.server.accounts.policy import ToolPolicy, load_policy
-from imap_mcp.server.config import ConfigError, Secret, Settings, load_settings
-from imap_mcp.server.http_access import MIN_TOKEN_LENGTH
+from ..config import ConfigError, Secret, Settings, load_settings
+from ..http_access import MIN_TOKEN_LENGTH
+from .policy import ToolPolicy, load_policy
 
 T = TypeVar("T")
 

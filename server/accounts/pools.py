@@ -11,8 +11,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping
 
-from imap_mcp.server.config import ConfigError, ImapSettings
-from imap_mcp.server.imap.pool import ImapPool
+from ..config import ConfigError, ImapSettings
+from ..imap.pool import ImapPool
 
 MAX_CONNECTIONS_VARIABLE = "IMAP_MCP_MAX_CONNECTIONS"
 DEFAULT_MAX_CONNECTIONS = 32

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from starlette.applications import Starlette
 from starlette.types import Receive, Scope, Send
 
-from imap_mcp.server.http_access import principal_of_scope, respond_unauthorized
+from ..http_access import principal_of_scope, respond_unauthorized
 
 
 class AccountRouter:

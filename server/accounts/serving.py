@@ -8,13 +8,13 @@ from collections.abc import Mapping
 from mcp.server.mcpserver import MCPServer
 from starlette.types import ASGIApp
 
-from imap_mcp.server.accounts.loading import ACCOUNTS_FILE_VARIABLE, Account, Accounts
-from imap_mcp.server.accounts.pools import AccountPools, load_max_connections
-from imap_mcp.server.accounts.routing import AccountRouter
-from imap_mcp.server.app import build_server
-from imap_mcp.server.config import ConfigError
-from imap_mcp.server.http_access import load_http_settings, principal_for_token
-from imap_mcp.server.transports import guarded_app, http_app, sdk_http_app
+from ..app import build_server
+from ..config import ConfigError
+from ..http_access import load_http_settings, principal_for_token
+from ..transports import guarded_app, http_app, sdk_http_app
+from .loading import ACCOUNTS_FILE_VARIABLE, Account, Accounts
+from .pools import AccountPools, load_max_connections
+from .routing import AccountRouter
 
 
 def account_server(account: Account, pools: AccountPools | None = None) -> MCPServer:

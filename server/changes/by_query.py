@@ -19,12 +19,12 @@ from dataclasses import dataclass
 
 from imapclient import IMAPClient
 
-from imap_mcp.server.changes.messages import ChangeRefused, canonical_name
-from imap_mcp.server.imap.existence import existing_uids
-from imap_mcp.server.imap.lookup import MessageSelection
-from imap_mcp.server.imap.pool import examine
-from imap_mcp.server.imap.uid_sets import compress, expand
-from imap_mcp.server.reading.search import SearchQuery, matching_uids
+from ..imap.existence import existing_uids
+from ..imap.lookup import MessageSelection
+from ..imap.pool import examine
+from ..imap.uid_sets import compress, expand
+from ..reading.search import SearchQuery, matching_uids
+from .messages import ChangeRefused, canonical_name
 
 #: the most messages one change by query may touch (as many as a call may name by id)
 MAX_QUERY_MATCHES = 50_000

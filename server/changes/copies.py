@@ -22,9 +22,9 @@ from email.policy import compat32
 
 from imapclient import IMAPClient
 
-from imap_mcp.server.imap.answers import server_text
-from imap_mcp.server.imap.fetch import fetch
-from imap_mcp.server.imap.pool import NoSuchMailbox, examine
+from ..imap.answers import server_text
+from ..imap.fetch import fetch
+from ..imap.pool import NoSuchMailbox, examine
 
 MESSAGE_ID_ITEM = "BODY.PEEK[HEADER.FIELDS (MESSAGE-ID)]"
 #: at most this many Message-IDs, and about this many bytes of them, per SEARCH command

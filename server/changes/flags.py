@@ -13,11 +13,11 @@ from dataclasses import dataclass
 
 from imapclient import IMAPClient
 
-from imap_mcp.server.changes.messages import ChangeRefused, left_out, select_source
-from imap_mcp.server.imap.existence import existing_uids
-from imap_mcp.server.imap.kept_flags import read_flags
-from imap_mcp.server.imap.lookup import MessageSelection
-from imap_mcp.server.imap.uid_sets import compress
+from ..imap.existence import existing_uids
+from ..imap.kept_flags import read_flags
+from ..imap.lookup import MessageSelection
+from ..imap.uid_sets import compress
+from .messages import ChangeRefused, left_out, select_source
 
 
 @dataclass(frozen=True)

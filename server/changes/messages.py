@@ -38,17 +38,18 @@ from imapclient import IMAPClient
 from imapclient.exceptions import IMAPClientError
 
 from imap_mcp.sealing import Scope, Target
-from imap_mcp.server.changes.copies import already_copied, held_in, message_ids_of
-from imap_mcp.server.errors import MailboxError
-from imap_mcp.server.imap.answers import server_text
-from imap_mcp.server.imap.existence import existing_uids
-from imap_mcp.server.imap.fetch import add_flags_reporting, take_response_codes
-from imap_mcp.server.imap.lookup import MessageSelection, check_selection
-from imap_mcp.server.imap.mailboxes import mailbox_with_role, missing_role_advice
-from imap_mcp.server.imap.message_ids import StaleMessageId
-from imap_mcp.server.imap.pool import NoSuchMailbox
-from imap_mcp.server.imap.uid_sets import compress, expand
-from imap_mcp.server.imap.uidvalidity import settle
+
+from ..errors import MailboxError
+from ..imap.answers import server_text
+from ..imap.existence import existing_uids
+from ..imap.fetch import add_flags_reporting, take_response_codes
+from ..imap.lookup import MessageSelection, check_selection
+from ..imap.mailboxes import mailbox_with_role, missing_role_advice
+from ..imap.message_ids import StaleMessageId
+from ..imap.pool import NoSuchMailbox
+from ..imap.uid_sets import compress, expand
+from ..imap.uidvalidity import settle
+from .copies import already_copied, held_in, message_ids_of
 
 MessageOperation = Literal["trash", "delete_permanently", "move", "copy"]
 DELETED = b"\\Deleted"

@@ -21,7 +21,9 @@ from dataclasses import dataclass
 import anyio.to_thread
 from imapclient import IMAPClient
 
-from imap_mcp.server.changes.messages import (
+from ..imap.pool import ImapPool
+from ..store.ledger import approval_key, begin_at, running_lifetime
+from .messages import (
     AfterBatch,
     ChangeRefused,
     ChangeReport,
@@ -29,8 +31,6 @@ from imap_mcp.server.changes.messages import (
     PlannedMessageChange,
     execute_message_change,
 )
-from imap_mcp.server.imap.pool import ImapPool
-from imap_mcp.server.store.ledger import approval_key, begin_at, running_lifetime
 
 
 @dataclass(frozen=True)

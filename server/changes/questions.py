@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from imap_mcp.protocol import ApprovalRequest
 from imap_mcp.protocol.texts import shown, word
-from imap_mcp.server.changes.messages import PlannedMessageChange
-from imap_mcp.server.imap.uid_sets import compress
+
+from ..imap.uid_sets import compress
+from .messages import PlannedMessageChange
 
 SHOWN_UIDS_MAX = 200
 CALLER = "the AI assistant's request"

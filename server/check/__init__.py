@@ -7,10 +7,10 @@ steps as one line at start.
 
 from __future__ import annotations
 
-from imap_mcp.server.check.imap import check_imap
-from imap_mcp.server.check.smtp import check_smtp
-from imap_mcp.server.check.steps import Step
-from imap_mcp.server.config import Settings
+from ..config import Settings
+from .imap import check_imap
+from .smtp import check_smtp
+from .steps import Step
 
 __all__ = ["Step", "ready", "run_check", "summary"]
 

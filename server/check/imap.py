@@ -11,14 +11,14 @@ import ssl
 from imapclient import IMAPClient
 from imapclient.exceptions import LoginError
 
-from imap_mcp.server.check.steps import Endpoint, Step, StepFailed, no_tls, oauth_identity, reach, tls_ok
-from imap_mcp.server.config import ImapSettings
-from imap_mcp.server.errors import MailboxError
-from imap_mcp.server.imap.connection import close, log_in
-from imap_mcp.server.imap.failures import LIBRARY_ERRORS, explain
-from imap_mcp.server.imap.mailboxes import Role, list_mailboxes, missing_role_advice
-from imap_mcp.server.oauth.errors import OAuthError
-from imap_mcp.server.tls import tls_context
+from ..config import ImapSettings
+from ..errors import MailboxError
+from ..imap.connection import close, log_in
+from ..imap.failures import LIBRARY_ERRORS, explain
+from ..imap.mailboxes import Role, list_mailboxes, missing_role_advice
+from ..oauth.errors import OAuthError
+from ..tls import tls_context
+from .steps import Endpoint, Step, StepFailed, no_tls, oauth_identity, reach, tls_ok
 
 #: the capabilities that matter, and what changes without each
 CAPABILITIES = {

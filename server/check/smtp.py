@@ -6,11 +6,11 @@ import contextlib
 import smtplib
 import ssl
 
-from imap_mcp.server.check.steps import Endpoint, Step, StepFailed, no_tls, oauth_identity, reach, tls_ok
-from imap_mcp.server.config import SmtpSettings
-from imap_mcp.server.oauth.errors import OAuthError
-from imap_mcp.server.outgoing.smtp import log_in
-from imap_mcp.server.tls import tls_context
+from ..config import SmtpSettings
+from ..oauth.errors import OAuthError
+from ..outgoing.smtp import log_in
+from ..tls import tls_context
+from .steps import Endpoint, Step, StepFailed, no_tls, oauth_identity, reach, tls_ok
 
 
 def smtp_endpoint(settings: SmtpSettings) -> Endpoint:

@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Literal, TypeVar
 
 from imap_mcp.protocol.errors import ImapMcpError
-from imap_mcp.server.config import TlsMode
-from imap_mcp.server.oauth.settings import OAuthSettings
-from imap_mcp.server.tls import tls_context
+
+from ..config import TlsMode
+from ..oauth.settings import OAuthSettings
+from ..tls import tls_context
 
 Outcome = Literal["ok", "warn", "fail"]
 T = TypeVar("T")

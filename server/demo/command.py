@@ -13,14 +13,14 @@ import sys
 from functools import partial
 from pathlib import Path
 
-from imap_mcp.server.app import build_server
-from imap_mcp.server.config import ImapSettings, Secret, Settings, SmtpSettings
-from imap_mcp.server.demo.dovecot import Dovecot, DovecotError
-from imap_mcp.server.demo.sample_mail import OWNER, seed
-from imap_mcp.server.demo.smtp_sink import HOST as SINK_HOST
-from imap_mcp.server.demo.smtp_sink import SmtpSink
-from imap_mcp.server.imap.connection import close, connect
-from imap_mcp.server.transports import listen_or_exit, mcp_url, run_http
+from ..app import build_server
+from ..config import ImapSettings, Secret, Settings, SmtpSettings
+from ..imap.connection import close, connect
+from ..transports import listen_or_exit, mcp_url, run_http
+from .dovecot import Dovecot, DovecotError
+from .sample_mail import OWNER, seed
+from .smtp_sink import HOST as SINK_HOST
+from .smtp_sink import SmtpSink
 
 DEMO_USER = "demo"
 SENDER = f"Demo <{OWNER}>"

@@ -14,7 +14,7 @@ from email.utils import format_datetime, make_msgid
 
 from imapclient import IMAPClient
 
-from imap_mcp.server.imap.mailboxes import personal_name
+from ..imap.mailboxes import personal_name
 
 OWNER = "demo@example.org"
 #: mailboxes the sample creates besides the server's own INBOX/Drafts/Sent/Trash/Junk/Archive

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import SMTP, Envelope, Session
 
-from imap_mcp.server.demo.dovecot import free_port
+from .dovecot import free_port
 
 HOST = "127.0.0.1"
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 import re
 
-from imap_mcp.server.errors import MailboxError
+from ..errors import MailboxError
 
 SERVER_TEXT_MAX = 200
 

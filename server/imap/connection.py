@@ -13,16 +13,16 @@ from typing import Any
 from imapclient import IMAPClient, imap4, tls
 from imapclient.exceptions import IMAPClientError, LoginError
 
-from imap_mcp.server.config import ImapSettings
-from imap_mcp.server.errors import MailboxError
-from imap_mcp.server.imap.deadline import watch
-from imap_mcp.server.imap.fetch import read_lines_boundedly
-from imap_mcp.server.imap.mailbox_state import enable_qresync
-from imap_mcp.server.imap.selection import deselect, note_selected, selected
-from imap_mcp.server.imap.uidvalidity import saw
-from imap_mcp.server.oauth.errors import OAuthError
-from imap_mcp.server.oauth.sasl import imap_login
-from imap_mcp.server.tls import tls_context
+from ..config import ImapSettings
+from ..errors import MailboxError
+from ..oauth.errors import OAuthError
+from ..oauth.sasl import SaslAnswer, login
+from ..tls import tls_context
+from .deadline import watch
+from .fetch import authenticate, read_lines_boundedly
+from .mailbox_state import enable_qresync
+from .selection import deselect, note_selected, selected
+from .uidvalidity import saw
 
 
 class MailboxUnavailable(MailboxError):
@@ -161,7 +161,19 @@ def log_in(client: IMAPClient, settings: ImapSettings) -> str:
     if settings.oauth is None:
         client.login(settings.username, settings.password.reveal())
         return "LOGIN"
-    return imap_login(client, settings.username, settings.oauth, settings.host, settings.port)
+    capabilities = [c.decode("ascii", "replace").upper() for c in client.capabilities()]
+    offered = {c[5:] for c in capabilities if c.startswith("AUTH=")}
+
+    def attempt(mechanism: str, answer: SaslAnswer) -> bool:
+        try:
+            authenticate(client, mechanism, answer)
+        except imaplib.IMAP4.abort:
+            raise
+        except IMAPClientError:
+            return False
+        return True
+
+    return login(offered, settings.username, settings.oauth, settings.host, settings.port, attempt, "IMAP_USERNAME")
 
 
 def _close_quietly(client: IMAPClient) -> None:

@@ -16,8 +16,8 @@ from collections.abc import Iterable
 
 from imapclient import IMAPClient
 
-from imap_mcp.server.imap.fetch import answered_uids, every_uid, split_uid_set
-from imap_mcp.server.imap.uid_sets import compress
+from .fetch import answered_uids, every_uid, split_uid_set
+from .uid_sets import compress
 
 #: the first UID Cyrus does not take in a SEARCH set together with lower ones (RFC 3501 allows UIDs up to 2^32 - 1)
 _CYRUS_UID_LIMIT = 2**31

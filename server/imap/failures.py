@@ -16,10 +16,10 @@ from collections.abc import Callable
 
 from imapclient.exceptions import CapabilityError, IllegalStateError, InvalidCriteriaError, LoginError, ProtocolError
 
-from imap_mcp.server.config import ImapSettings
-from imap_mcp.server.errors import MailboxError
-from imap_mcp.server.imap.answers import server_text
-from imap_mcp.server.imap.connection import MailboxUnavailable
+from ..config import ImapSettings
+from ..errors import MailboxError
+from .answers import server_text
+from .connection import MailboxUnavailable
 
 #: what imapclient, imaplib, sockets and TLS raise during an IMAP call
 LIBRARY_ERRORS: tuple[type[Exception], ...] = (imaplib.IMAP4.error, OSError, EOFError)

@@ -32,9 +32,9 @@ from typing import Any
 from imapclient import IMAPClient
 from imapclient.exceptions import ProtocolError
 
-from imap_mcp.server.imap.fetch_parser import parse_fetch_response
-from imap_mcp.server.imap.long_lines import MAX_LINE, OVERSIZED, bound_lines, last_exchange
-from imap_mcp.server.imap.uid_sets import compress, expand
+from .fetch_parser import parse_fetch_response
+from .long_lines import MAX_LINE, OVERSIZED, bound_lines, last_exchange
+from .uid_sets import compress, expand
 
 #: keep each command line well under Dovecot's 64 KB limit
 MAX_SET_CHARS = 16_000

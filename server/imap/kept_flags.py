@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from imapclient import IMAPClient
 
-from imap_mcp.server.imap.connection import append
-from imap_mcp.server.imap.fetch import fetch
+from .connection import append
+from .fetch import fetch
 
 #: a session flag the server sets by itself; never reported as kept or missing
 RECENT = b"\\Recent"

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 from imapclient import IMAPClient
 
-from imap_mcp.server.imap.message_ids import MAX_UID, InvalidMessageId, MessageRef, check_uidvalidity, decode_id
-from imap_mcp.server.imap.uidvalidity import settle, uidvalidity_in
+from .message_ids import MAX_UID, InvalidMessageId, MessageRef, check_uidvalidity, decode_id
+from .uidvalidity import settle, uidvalidity_in
 
 
 @dataclass(frozen=True)

@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 
 from imapclient import IMAPClient
 
-from imap_mcp.server.imap.fetch_parser import parse_fetch_response
-from imap_mcp.server.imap.uid_sets import expand, size
+from .fetch_parser import parse_fetch_response
+from .uid_sets import expand, size
 
 STATE_ITEMS = (b"UIDVALIDITY", b"UIDNEXT", b"MESSAGES", b"HIGHESTMODSEQ")
 #: what a NOOP reports about the selected mailbox; nobody reads it (the STATUS says what counts), so it is

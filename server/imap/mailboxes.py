@@ -25,7 +25,7 @@ from imapclient import IMAPClient
 from imapclient.exceptions import IMAPClientError
 from pydantic import BaseModel, Field
 
-from imap_mcp.server.errors import MailboxError
+from ..errors import MailboxError
 
 Role = Literal["inbox", "sent", "drafts", "trash", "junk", "archive", "all", "flagged", "none"]
 

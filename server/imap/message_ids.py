@@ -12,7 +12,7 @@ import base64
 import binascii
 from dataclasses import dataclass
 
-from imap_mcp.server.errors import MailboxError
+from ..errors import MailboxError
 
 PREFIX = "imap."
 MAX_UID = 2**32 - 1

@@ -43,16 +43,16 @@ import anyio.to_thread
 from imapclient import IMAPClient
 from imapclient.exceptions import IMAPClientError
 
-from imap_mcp.server.config import ImapSettings
-from imap_mcp.server.errors import ImapMcpError, MailboxError
-from imap_mcp.server.imap.answers import ANSWER_ERRORS, not_understood, server_text
-from imap_mcp.server.imap.connection import abandon, close, connect
-from imap_mcp.server.imap.deadline import Deadline, watch
-from imap_mcp.server.imap.failures import LIBRARY_ERRORS, explain
-from imap_mcp.server.imap.fetch import in_step, last_command_and_line
-from imap_mcp.server.imap.mailbox_state import Journal, MailboxState, journal_for, mailbox_state, noop_then_status
-from imap_mcp.server.imap.selection import deselect, selected_read_write
-from imap_mcp.server.imap.uidvalidity import settle, uidvalidity_in
+from ..config import ImapSettings
+from ..errors import ImapMcpError, MailboxError
+from .answers import ANSWER_ERRORS, not_understood, server_text
+from .connection import abandon, close, connect
+from .deadline import Deadline, watch
+from .failures import LIBRARY_ERRORS, explain
+from .fetch import in_step, last_command_and_line
+from .mailbox_state import Journal, MailboxState, journal_for, mailbox_state, noop_then_status
+from .selection import deselect, selected_read_write
+from .uidvalidity import settle, uidvalidity_in
 
 T = TypeVar("T")
 

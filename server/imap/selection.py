@@ -16,8 +16,8 @@ import weakref
 
 from imapclient import IMAPClient
 
-from imap_mcp.server.imap.answers import server_text
-from imap_mcp.server.logs import get_logger
+from ..logs import get_logger
+from .answers import server_text
 
 #: the mailbox each connection selected last (the name as its caller gave it): EXAMINEd again to leave it
 _SELECTED: weakref.WeakKeyDictionary[IMAPClient, str] = weakref.WeakKeyDictionary()

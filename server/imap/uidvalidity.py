@@ -26,8 +26,8 @@ from typing import Any
 
 from imapclient import IMAPClient
 
-from imap_mcp.server.imap.answers import unexpected_answer
-from imap_mcp.server.imap.selection import deselect
+from .answers import unexpected_answer
+from .selection import deselect
 
 
 class _Seen:

@@ -21,16 +21,17 @@ from imapclient import IMAPClient
 
 from imap_mcp.protocol.texts import needs_escape, shown
 from imap_mcp.sealing import Scope, Target
-from imap_mcp.server.changes.messages import ChangeRefused, TargetChanged
-from imap_mcp.server.imap.mailboxes import (
+
+from ..changes.messages import ChangeRefused, TargetChanged
+from ..imap.mailboxes import (
     MailboxInfo,
     OutsideNamespaces,
     check_new_name,
     delete_mailbox,
     list_mailboxes,
 )
-from imap_mcp.server.imap.pool import NoSuchMailbox
-from imap_mcp.server.imap.uidvalidity import settle
+from ..imap.pool import NoSuchMailbox
+from ..imap.uidvalidity import settle
 
 FolderOperation = Literal["delete_mailbox", "rename_mailbox"]
 _STATUS = [b"UIDVALIDITY", b"UIDNEXT", b"MESSAGES"]

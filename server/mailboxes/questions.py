@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from imap_mcp.protocol import ApprovalRequest
 from imap_mcp.protocol.texts import shown, word
-from imap_mcp.server.changes.questions import messages, provenance
-from imap_mcp.server.mailboxes.folders import PlannedFolderChange
+
+from ..changes.questions import messages, provenance
+from .folders import PlannedFolderChange
 
 
 def delete_mailbox_request(tool: str, plan: PlannedFolderChange) -> ApprovalRequest:

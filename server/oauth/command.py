@@ -6,9 +6,9 @@ import os
 import sys
 from typing import Literal
 
-from imap_mcp.server.oauth.errors import OAuthError
-from imap_mcp.server.oauth.signin import plan, run
-from imap_mcp.server.startup import load_or_exit
+from ..startup import load_or_exit
+from .errors import OAuthError
+from .signin import plan, run
 
 
 def run_auth(provider_or_url: str, flow: Literal["device", "browser"] | None, token_file: str | None) -> None:

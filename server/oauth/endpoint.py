@@ -14,9 +14,9 @@ from collections.abc import Iterable
 from typing import Any
 from urllib.parse import quote, quote_plus, urlencode, urlsplit
 
-from imap_mcp.server.oauth.errors import OAuthError, ProviderRefused
-from imap_mcp.server.oauth.settings import OAuthSettings
-from imap_mcp.server.outbound_http import OutboundError, Redirected, TooSlow, Unreachable, excerpt, post
+from ..outbound_http import OutboundError, Redirected, TooSlow, Unreachable, excerpt, post
+from .errors import OAuthError, ProviderRefused
+from .settings import OAuthSettings
 
 #: a token answer is a few KB (an id_token included)
 MAX_ANSWER_BYTES = 64 * 1024

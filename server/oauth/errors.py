@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from imap_mcp.server.errors import ImapMcpError
+from ..errors import ImapMcpError
 
 
 class OAuthError(ImapMcpError):

@@ -1,4 +1,5 @@
-"""SASL XOAUTH2 and OAUTHBEARER (RFC 7628) logins for IMAP and SMTP, with one retry on a fresh token.
+"""SASL XOAUTH2 and OAUTHBEARER (RFC 7628) logins, with one retry on a fresh token: for SMTP here, and for
+IMAP in `imap.connection` (which speaks IMAP; this module knows none of it).
 
 A login the server refuses marks the token as rejected; the next one comes from a refresh and
 is tried once. If the server refuses that one too, `LoginRefused` says what to check: no third try.
@@ -6,18 +7,13 @@ is tried once. If the server refuses that one too, `LoginRefused` says what to c
 
 from __future__ import annotations
 
-import imaplib
 import smtplib
 from collections.abc import Callable
 from typing import Protocol
 
-from imapclient import IMAPClient
-from imapclient.exceptions import IMAPClientError
-
-from imap_mcp.server.imap.fetch import authenticate
-from imap_mcp.server.oauth.errors import OAuthError
-from imap_mcp.server.oauth.settings import Mechanism, OAuthSettings
-from imap_mcp.server.oauth.tokens import token_source
+from .errors import OAuthError
+from .settings import Mechanism, OAuthSettings
+from .tokens import token_source
 
 
 class LoginRefused(OAuthError):
@@ -54,13 +50,13 @@ def _response(mechanism: str, user: str, token: str, host: str, port: int) -> st
     return xoauth2_response(user, token) if mechanism == "XOAUTH2" else oauthbearer_response(user, token, host, port)
 
 
-class _Answer(Protocol):
+class SaslAnswer(Protocol):
     """What `smtplib.SMTP.auth` and imapclient's `authenticate` call: the response to a challenge (or to none)."""
 
     def __call__(self, challenge: bytes | None = None, /) -> str: ...
 
 
-def _once_then_end(mechanism: str, response: str) -> _Answer:
+def _once_then_end(mechanism: str, response: str) -> SaslAnswer:
     """The client response once; to the server's error challenge that follows a refusal, the ending answer
     (RFC 7628 section 3.2.3: a single %x01 for OAUTHBEARER; XOAUTH2 servers take an empty one)."""
     sent = False
@@ -93,37 +89,33 @@ def _refused_text(server: str, user: str, mechanism: str, user_setting: str) -> 
     )
 
 
-def imap_login(client: IMAPClient, user: str, oauth: OAuthSettings, host: str, port: int) -> str:
-    """Authenticate `client`; returns the mechanism used. Raises `OAuthError` (`LoginRefused`, ...)."""
-    capabilities = [c.decode("ascii", "replace").upper() for c in client.capabilities()]
-    offered = {c[5:] for c in capabilities if c.startswith("AUTH=")}
+#: one login attempt with a mechanism and the answers to its challenges: True when the server accepted it
+Attempt = Callable[[str, SaslAnswer], bool]
+
+
+def login(
+    offered: set[str], user: str, oauth: OAuthSettings, host: str, port: int, attempt: Attempt, user_setting: str
+) -> str:
+    """Log in over any protocol (`attempt` speaks it) with the mechanism the settings and `offered` (upper-case
+    names) allow; returns the mechanism used. Raises `OAuthError` (`MechanismMissing`, `LoginRefused`, ...)."""
     mechanism = choose_mechanism(oauth.mechanism, offered, f"{host}:{port}")
 
     def accepted(token: str) -> bool:
-        answer = _once_then_end(mechanism, _response(mechanism, user, token, host, port))
-        try:
-            authenticate(client, mechanism, answer)
-        except imaplib.IMAP4.abort:
-            raise
-        except IMAPClientError:
-            return False
-        return True
+        return attempt(mechanism, _once_then_end(mechanism, _response(mechanism, user, token, host, port)))
 
-    _with_retry(oauth, accepted, _refused_text(f"{host}:{port}", user, mechanism, "IMAP_USERNAME"))
+    _with_retry(oauth, accepted, _refused_text(f"{host}:{port}", user, mechanism, user_setting))
     return mechanism
 
 
 def smtp_login(connection: smtplib.SMTP, user: str, oauth: OAuthSettings, host: str, port: int) -> str:
     """AUTH on an SMTP connection that has said EHLO; returns the mechanism used."""
     offered = {m.upper() for m in connection.esmtp_features.get("auth", "").split()}
-    mechanism = choose_mechanism(oauth.mechanism, offered, f"{host}:{port}")
 
-    def accepted(token: str) -> bool:
+    def attempt(mechanism: str, answer: SaslAnswer) -> bool:
         try:
-            connection.auth(mechanism, _once_then_end(mechanism, _response(mechanism, user, token, host, port)))
+            connection.auth(mechanism, answer)
         except smtplib.SMTPAuthenticationError:
             return False
         return True
 
-    _with_retry(oauth, accepted, _refused_text(f"{host}:{port}", user, mechanism, "SMTP_USERNAME"))
-    return mechanism
+    return login(offered, user, oauth, host, port, attempt, "SMTP_USERNAME")

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
 
-from imap_mcp.server.config import ConfigError, Secret, _positive_float, is_loopback
+from ..config import ConfigError, Secret, _positive_float, is_loopback
 
 AuthMode = Literal["password", "oauth2"]
 AUTH_MODES: tuple[AuthMode, ...] = ("password", "oauth2")

@@ -21,12 +21,12 @@ from pathlib import Path
 from typing import Any, Literal, TextIO
 from urllib.parse import parse_qs, urlencode, urlsplit
 
-from imap_mcp.server.config import ConfigError
-from imap_mcp.server.oauth.endpoint import post_form
-from imap_mcp.server.oauth.errors import OAuthError, ProviderRefused
-from imap_mcp.server.oauth.settings import PROVIDERS, OAuthSettings, load_oauth_settings, provider
-from imap_mcp.server.oauth.token_file import write_fields
-from imap_mcp.server.outbound_http import excerpt
+from ..config import ConfigError
+from ..outbound_http import excerpt
+from .endpoint import post_form
+from .errors import OAuthError, ProviderRefused
+from .settings import PROVIDERS, OAuthSettings, load_oauth_settings, provider
+from .token_file import write_fields
 
 Flow = Literal["device", "browser"]
 DEVICE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"

@@ -15,11 +15,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from imap_mcp.server.logs import get_logger
-from imap_mcp.server.oauth.endpoint import post_form, where
-from imap_mcp.server.oauth.errors import OAuthError, ProviderRefused, SignInRequired
-from imap_mcp.server.oauth.settings import OAuthSettings
-from imap_mcp.server.oauth.token_file import read_fields, store_refresh_token
+from ..logs import get_logger
+from .endpoint import post_form, where
+from .errors import OAuthError, ProviderRefused, SignInRequired
+from .settings import OAuthSettings
+from .token_file import read_fields, store_refresh_token
 
 #: at most this many seconds before expiry a token is replaced (half its lifetime when shorter)
 REFRESH_MARGIN = 60.0

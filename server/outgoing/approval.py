@@ -16,8 +16,9 @@ import json
 from imap_mcp.protocol import ApprovalRequest
 from imap_mcp.protocol.texts import shown, word
 from imap_mcp.sealing import Scope, Target
-from imap_mcp.server.imap.message_ids import MessageRef
-from imap_mcp.server.outgoing.compose import Draft, describe_for_approval
+
+from ..imap.message_ids import MessageRef
+from .compose import Draft, describe_for_approval
 
 SEND_OPERATION = "send"
 REPLY_OPERATION = "reply"

@@ -26,7 +26,8 @@ from email.policy import default as default_policy
 from email.utils import format_datetime
 
 from imap_mcp.protocol.texts import shown, word
-from imap_mcp.server.errors import OutgoingError
+
+from ..errors import OutgoingError
 
 #: at most this many recipients (to, cc and bcc together) in one message
 MAX_RECIPIENTS = 100

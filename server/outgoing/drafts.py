@@ -10,10 +10,10 @@ from email.utils import format_datetime, make_msgid
 
 from imapclient import IMAPClient
 
-from imap_mcp.server.errors import MailboxError
-from imap_mcp.server.imap.kept_flags import append_and_read_back
-from imap_mcp.server.imap.mailboxes import mailbox_with_role, missing_role_advice
-from imap_mcp.server.outgoing.compose import check_body, check_subject, parse_address, unique_recipients, wire_bytes
+from ..errors import MailboxError
+from ..imap.kept_flags import append_and_read_back
+from ..imap.mailboxes import mailbox_with_role, missing_role_advice
+from .compose import check_body, check_subject, parse_address, unique_recipients, wire_bytes
 
 DRAFT_FLAGS = (b"\\Draft", b"\\Seen")
 

@@ -18,8 +18,8 @@ from email.message import EmailMessage
 from email.parser import BytesHeaderParser
 from email.policy import default as default_policy
 
-from imap_mcp.server.errors import OutgoingError
-from imap_mcp.server.outgoing.compose import (
+from ..errors import OutgoingError
+from .compose import (
     CONTROL_CHARACTERS,
     HEADER_PARSE_ERRORS,
     Draft,

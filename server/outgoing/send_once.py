@@ -29,15 +29,15 @@ from typing import Literal
 import anyio.to_thread
 from pydantic import BaseModel, Field
 
-from imap_mcp.server.config import SmtpSettings
-from imap_mcp.server.errors import ImapMcpError
-from imap_mcp.server.imap.message_ids import MessageRef
-from imap_mcp.server.imap.pool import ImapPool
-from imap_mcp.server.logs import get_logger
-from imap_mcp.server.outgoing.compose import Draft, build_message, check_buildable, message_id_for, wire_bytes
-from imap_mcp.server.outgoing.sent_mailbox import SEEN, file_sent_copy, mark_answered, sent_mailbox
-from imap_mcp.server.outgoing.smtp import SendFailed, SendOutcomeUnknown, send
-from imap_mcp.server.store.ledger import Begun, Entry, Ledger, approval_key, ledger_at, running_lifetime
+from ..config import SmtpSettings
+from ..errors import ImapMcpError
+from ..imap.message_ids import MessageRef
+from ..imap.pool import ImapPool
+from ..logs import get_logger
+from ..store.ledger import Begun, Entry, Ledger, approval_key, ledger_at, running_lifetime
+from .compose import Draft, build_message, check_buildable, message_id_for, wire_bytes
+from .sent_mailbox import SEEN, file_sent_copy, mark_answered, sent_mailbox
+from .smtp import SendFailed, SendOutcomeUnknown, send
 
 Approver = Literal["dialog", "push", "token"]
 UNCONFIRMED_EARLIER = (

@@ -13,12 +13,12 @@ import datetime as dt
 
 from imapclient import IMAPClient
 
-from imap_mcp.server.errors import MailboxError
-from imap_mcp.server.imap.kept_flags import Appended, append_and_read_back, read_flags
-from imap_mcp.server.imap.mailboxes import mailbox_with_role, missing_role_advice
-from imap_mcp.server.imap.message_ids import MessageRef, check_uidvalidity
-from imap_mcp.server.outgoing.reply import HEADER_FIELDS, Original, parse_original
-from imap_mcp.server.reading.reader import MessageGone
+from ..errors import MailboxError
+from ..imap.kept_flags import Appended, append_and_read_back, read_flags
+from ..imap.mailboxes import mailbox_with_role, missing_role_advice
+from ..imap.message_ids import MessageRef, check_uidvalidity
+from ..reading.reader import MessageGone
+from .reply import HEADER_FIELDS, Original, parse_original
 
 SEEN = b"\\Seen"
 ANSWERED = b"\\Answered"

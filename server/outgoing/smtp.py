@@ -16,11 +16,11 @@ import ssl
 from email.message import EmailMessage
 from typing import TYPE_CHECKING
 
-from imap_mcp.server.config import SmtpSettings
-from imap_mcp.server.errors import OutgoingError
-from imap_mcp.server.oauth.errors import OAuthError
-from imap_mcp.server.oauth.sasl import smtp_login
-from imap_mcp.server.tls import tls_context
+from ..config import SmtpSettings
+from ..errors import OutgoingError
+from ..oauth.errors import OAuthError
+from ..oauth.sasl import smtp_login
+from ..tls import tls_context
 
 if TYPE_CHECKING:
     from _typeshed import ReadableBuffer

@@ -25,13 +25,13 @@ from typing import Any
 from imapclient import IMAPClient
 from pydantic import BaseModel, Field
 
-from imap_mcp.server.errors import MailboxError
-from imap_mcp.server.imap.fetch import fetch
-from imap_mcp.server.imap.lookup import MessageSelection, check_selection
-from imap_mcp.server.imap.message_ids import MessageRef
-from imap_mcp.server.imap.pool import Examined
-from imap_mcp.server.reading.parts import Part, attachments, decoded_stream
-from imap_mcp.server.reading.reader import MessageGone, structure_of
+from ..errors import MailboxError
+from ..imap.fetch import fetch
+from ..imap.lookup import MessageSelection, check_selection
+from ..imap.message_ids import MessageRef
+from ..imap.pool import Examined
+from .parts import Part, attachments, decoded_stream
+from .reader import MessageGone, structure_of
 
 #: attachments returned inline by one call, decoded bytes in total
 INLINE_LIMIT_BYTES = 8 * 1024 * 1024

@@ -37,14 +37,14 @@ from imapclient import IMAPClient
 from imapclient.exceptions import IMAPClientError
 from pydantic import BaseModel, Field
 
-from imap_mcp.server.errors import MailboxError
-from imap_mcp.server.imap.answers import server_text
-from imap_mcp.server.imap.fetch import add_flags_unless_changed
-from imap_mcp.server.imap.mailbox_state import mailbox_state
-from imap_mcp.server.imap.pool import Examined, NoSuchMailbox
-from imap_mcp.server.imap.uid_sets import compress
-from imap_mcp.server.reading.search import SearchQuery, matching, newest_first, summarised_page
-from imap_mcp.server.reading.summaries import MessageSummary
+from ..errors import MailboxError
+from ..imap.answers import server_text
+from ..imap.fetch import add_flags_unless_changed
+from ..imap.mailbox_state import mailbox_state
+from ..imap.pool import Examined, NoSuchMailbox
+from ..imap.uid_sets import compress
+from .search import SearchQuery, matching, newest_first, summarised_page
+from .summaries import MessageSummary
 
 #: the keyword on every message this tool has listed
 LISTED = b"$ImapMcpListed"

@@ -18,13 +18,13 @@ from typing import Any
 from imapclient import IMAPClient
 from pydantic import BaseModel, Field
 
-from imap_mcp.server.errors import MailboxError
-from imap_mcp.server.imap.fetch import UNREADABLE, fetch
-from imap_mcp.server.imap.lookup import MessageSelection, check_selection
-from imap_mcp.server.imap.message_ids import MessageRef
-from imap_mcp.server.imap.pool import Examined
-from imap_mcp.server.reading.html_text import html_to_text
-from imap_mcp.server.reading.parts import (
+from ..errors import MailboxError
+from ..imap.fetch import UNREADABLE, fetch
+from ..imap.lookup import MessageSelection, check_selection
+from ..imap.message_ids import MessageRef
+from ..imap.pool import Examined
+from .html_text import html_to_text
+from .parts import (
     Node,
     Part,
     attachments,

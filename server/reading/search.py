@@ -26,13 +26,13 @@ from imapclient.imapclient import _literal
 from imapclient.response_parser import parse_message_list
 from pydantic import BaseModel, Field
 
-from imap_mcp.server.imap.existence import existing_uids
-from imap_mcp.server.imap.fetch import FetchData, esearch_all, fetch, raw_untagged
-from imap_mcp.server.imap.mailbox_state import vanished_and_changed
-from imap_mcp.server.imap.pool import Examined
-from imap_mcp.server.imap.uid_sets import expand, size
-from imap_mcp.server.reading.search_cache import OrderCache
-from imap_mcp.server.reading.summaries import MessageSummary, SummaryCache, describe, seconds
+from ..imap.existence import existing_uids
+from ..imap.fetch import FetchData, esearch_all, fetch, raw_untagged
+from ..imap.mailbox_state import vanished_and_changed
+from ..imap.pool import Examined
+from ..imap.uid_sets import expand, size
+from .search_cache import OrderCache
+from .summaries import MessageSummary, SummaryCache, describe, seconds
 
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 

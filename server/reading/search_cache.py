@@ -44,9 +44,9 @@ from dataclasses import dataclass
 from itertools import filterfalse
 from typing import Protocol
 
-from imap_mcp.server.imap.mailbox_state import MailboxState
-from imap_mcp.server.imap.pool import Examined
-from imap_mcp.server.imap.uid_sets import compress
+from ..imap.mailbox_state import MailboxState
+from ..imap.pool import Examined
+from ..imap.uid_sets import compress
 
 
 class Search(Protocol):

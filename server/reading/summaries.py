@@ -20,10 +20,10 @@ from typing import Any
 from imapclient import IMAPClient
 from pydantic import BaseModel, Field
 
-from imap_mcp.server.imap.fetch import UNREADABLE, FetchData, fetch
-from imap_mcp.server.imap.message_ids import MessageRef
-from imap_mcp.server.imap.pool import Examined
-from imap_mcp.server.reading.parts import attachments, decode_words, parse_structure
+from ..imap.fetch import UNREADABLE, FetchData, fetch
+from ..imap.message_ids import MessageRef
+from ..imap.pool import Examined
+from .parts import attachments, decode_words, parse_structure
 
 SUMMARY_ITEMS = ("FLAGS", "INTERNALDATE", "RFC822.SIZE", "ENVELOPE", "BODYSTRUCTURE")
 #: what is fetched again for a message whose summary could not be read: short whatever the message

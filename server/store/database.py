@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Protocol
 
-from imap_mcp.server.errors import ImapMcpError
+from ..errors import ImapMcpError
 
 #: each entry is one schema version; never edit a released one, append a new one
 MIGRATIONS: tuple[tuple[str, ...], ...] = (

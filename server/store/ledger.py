@@ -33,7 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from imap_mcp.server.store.database import Store, Tx
+from .database import Store, Tx
 
 State = Literal["running", "handing_over", "done", "unconfirmed"]
 #: a row `running` this many times IMAP_TIMEOUT belongs to an attempt that died: every attempt runs as pool

@@ -16,16 +16,17 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSI
 from pydantic import BaseModel, Field
 
 from imap_mcp.protocol import APPROVAL_TTL, TOKEN_TTL, Guard, channel_for
-from imap_mcp.server.accounts.loading import Account
-from imap_mcp.server.errors import MailboxError
-from imap_mcp.server.imap.mailboxes import list_mailboxes
-from imap_mcp.server.imap.pool import ImapPool
-from imap_mcp.server.reading.attachments import INLINE_LIMIT_BYTES
-from imap_mcp.server.tools.reading import DEFAULT_MAX_CHARS, DEFAULT_PAGE_SIZE, MAX_MAX_CHARS, MAX_PAGE_SIZE
-from imap_mcp.server.tools.registry import SERVER_INFO_TOOL, offer
+
+from ..accounts.loading import Account
+from ..errors import MailboxError
+from ..imap.mailboxes import list_mailboxes
+from ..imap.pool import ImapPool
+from ..reading.attachments import INLINE_LIMIT_BYTES
+from .reading import DEFAULT_MAX_CHARS, DEFAULT_PAGE_SIZE, MAX_MAX_CHARS, MAX_PAGE_SIZE
+from .registry import SERVER_INFO_TOOL, offer
 
 if TYPE_CHECKING:
-    from imap_mcp.server.app import PolicyServer
+    from ..app import PolicyServer
 
 #: the IMAP capabilities imap-mcp uses, and what each one changes
 RELEVANT_CAPABILITIES = {

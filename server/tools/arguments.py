@@ -16,10 +16,10 @@ from typing import Annotated
 from anyio import to_thread
 from pydantic import BaseModel, ConfigDict, Field
 
-from imap_mcp.server.errors import ArgumentError
-from imap_mcp.server.imap.lookup import MessageSelection, resolve_selections
-from imap_mcp.server.imap.message_ids import MAX_UID
-from imap_mcp.server.reading.search import SearchQuery
+from ..errors import ArgumentError
+from ..imap.lookup import MessageSelection, resolve_selections
+from ..imap.message_ids import MAX_UID
+from ..reading.search import SearchQuery
 
 ConfirmToken = Annotated[
     str | None,

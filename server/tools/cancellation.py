@@ -15,7 +15,7 @@ import anyio
 from anyio import from_thread
 from mcp.server.mcpserver import Context
 
-from imap_mcp.server.logs import get_logger
+from ..logs import get_logger
 
 T = TypeVar("T")
 

@@ -18,9 +18,10 @@ from mcp.types import CallToolResult, InputRequiredResult
 from pydantic import AfterValidator, BaseModel, Field
 
 from imap_mcp.protocol import Guard
-from imap_mcp.server.changes.by_query import Pin, pin_key, resolve_query
-from imap_mcp.server.changes.flags import set_flags
-from imap_mcp.server.changes.messages import (
+
+from ..changes.by_query import Pin, pin_key, resolve_query
+from ..changes.flags import set_flags
+from ..changes.messages import (
     ChangeReport,
     MessageOperation,
     PlannedMessageChange,
@@ -28,13 +29,13 @@ from imap_mcp.server.changes.messages import (
     plan_message_change,
     plan_present,
 )
-from imap_mcp.server.changes.once import HeldBack, run_once
-from imap_mcp.server.changes.questions import message_change_request, shown_uids
-from imap_mcp.server.errors import ArgumentError
-from imap_mcp.server.imap.lookup import MessageSelection
-from imap_mcp.server.imap.message_ids import MessageRef, encode_id
-from imap_mcp.server.imap.pool import ImapPool
-from imap_mcp.server.tools.arguments import (
+from ..changes.once import HeldBack, run_once
+from ..changes.questions import message_change_request, shown_uids
+from ..errors import ArgumentError
+from ..imap.lookup import MessageSelection
+from ..imap.message_ids import MessageRef, encode_id
+from ..imap.pool import ImapPool
+from .arguments import (
     ConfirmToken,
     DeprecatedMailbox,
     DeprecatedUids,
@@ -43,9 +44,9 @@ from imap_mcp.server.tools.arguments import (
     chosen_by_query,
     one_mailbox_off_loop,
 )
-from imap_mcp.server.tools.cancellation import noting_cancellation
-from imap_mcp.server.tools.registry import offer
-from imap_mcp.server.tools.results import (
+from .cancellation import noting_cancellation
+from .registry import offer
+from .results import (
     LISTED_IDS_MAX,
     listed,
     log_change,

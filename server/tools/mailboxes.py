@@ -14,12 +14,13 @@ from mcp.types import CallToolResult, InputRequiredResult
 from pydantic import BaseModel, Field
 
 from imap_mcp.protocol import Guard
-from imap_mcp.server.imap.mailboxes import MailboxInfo, list_mailboxes, with_counts
-from imap_mcp.server.imap.pool import ImapPool
-from imap_mcp.server.mailboxes.folders import FolderOperation, create_folder, execute_folder_change, plan_folder_change
-from imap_mcp.server.mailboxes.questions import delete_mailbox_request, rename_mailbox_request
-from imap_mcp.server.tools.registry import offer
-from imap_mcp.server.tools.results import log_change, text_result
+
+from ..imap.mailboxes import MailboxInfo, list_mailboxes, with_counts
+from ..imap.pool import ImapPool
+from ..mailboxes.folders import FolderOperation, create_folder, execute_folder_change, plan_folder_change
+from ..mailboxes.questions import delete_mailbox_request, rename_mailbox_request
+from .registry import offer
+from .results import log_change, text_result
 
 Action = Literal["create", "rename", "delete"]
 

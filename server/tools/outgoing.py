@@ -18,12 +18,13 @@ from mcp.types import CallToolResult, InputRequiredResult
 from pydantic import BaseModel, Field
 
 from imap_mcp.protocol import Guard
-from imap_mcp.server.config import SmtpSettings
-from imap_mcp.server.imap.lookup import current_ref, resolve_one
-from imap_mcp.server.imap.message_ids import MessageRef, encode_id
-from imap_mcp.server.imap.pool import ImapPool
-from imap_mcp.server.outgoing.approval import send_request
-from imap_mcp.server.outgoing.compose import (
+
+from ..config import SmtpSettings
+from ..imap.lookup import current_ref, resolve_one
+from ..imap.message_ids import MessageRef, encode_id
+from ..imap.pool import ImapPool
+from ..outgoing.approval import send_request
+from ..outgoing.compose import (
     MAX_RECIPIENTS,
     MAX_SUBJECT_LENGTH,
     Draft,
@@ -32,13 +33,13 @@ from imap_mcp.server.outgoing.compose import (
     parse_address,
     parse_recipients,
 )
-from imap_mcp.server.outgoing.drafts import append_draft, draft_message
-from imap_mcp.server.outgoing.reply import reply_draft
-from imap_mcp.server.outgoing.send_once import Approved, Sender, SendResult, describe
-from imap_mcp.server.outgoing.sent_mailbox import fetch_original
-from imap_mcp.server.tools.arguments import ConfirmToken, DeprecatedMailbox, DeprecatedUid
-from imap_mcp.server.tools.registry import offer
-from imap_mcp.server.tools.results import log_change, text_result
+from ..outgoing.drafts import append_draft, draft_message
+from ..outgoing.reply import reply_draft
+from ..outgoing.send_once import Approved, Sender, SendResult, describe
+from ..outgoing.sent_mailbox import fetch_original
+from .arguments import ConfirmToken, DeprecatedMailbox, DeprecatedUid
+from .registry import offer
+from .results import log_change, text_result
 
 SEND_TOOL = "send_message"
 REPLY_TOOL = "reply_to_message"

@@ -25,11 +25,11 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import BlobResourceContents, CallToolResult, EmbeddedResource, TextContent
 from pydantic import Field
 
-from imap_mcp.server.imap.lookup import MessageSelection, resolve_one
-from imap_mcp.server.imap.message_ids import MessageRef
-from imap_mcp.server.imap.pool import Examined, ImapPool, InMailbox, NoSuchMailbox
-from imap_mcp.server.logs import get_logger
-from imap_mcp.server.reading.attachments import (
+from ..imap.lookup import MessageSelection, resolve_one
+from ..imap.message_ids import MessageRef
+from ..imap.pool import Examined, ImapPool, InMailbox, NoSuchMailbox
+from ..logs import get_logger
+from ..reading.attachments import (
     INLINE_LIMIT_BYTES,
     AttachmentFile,
     AttachmentsResult,
@@ -40,15 +40,15 @@ from imap_mcp.server.reading.attachments import (
     message_attachments,
     write_part,
 )
-from imap_mcp.server.reading.new_messages import NewMessages, list_new
-from imap_mcp.server.reading.reader import MessageContent, fetch_message, message_content
-from imap_mcp.server.reading.search import SearchPage, search_page
-from imap_mcp.server.reading.search_cache import OrderCache
-from imap_mcp.server.reading.summaries import SummaryCache
-from imap_mcp.server.tools.arguments import DeprecatedMailbox, DeprecatedUid, SearchText, checked_search_query
-from imap_mcp.server.tools.cancellation import CallCancelled, noting_cancellation, progress_from_thread
-from imap_mcp.server.tools.registry import offer
-from imap_mcp.server.tools.results import log_change
+from ..reading.new_messages import NewMessages, list_new
+from ..reading.reader import MessageContent, fetch_message, message_content
+from ..reading.search import SearchPage, search_page
+from ..reading.search_cache import OrderCache
+from ..reading.summaries import SummaryCache
+from .arguments import DeprecatedMailbox, DeprecatedUid, SearchText, checked_search_query
+from .cancellation import CallCancelled, noting_cancellation, progress_from_thread
+from .registry import offer
+from .results import log_change
 
 T = TypeVar("T")
 

@@ -9,9 +9,9 @@ from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel
 
-from imap_mcp.server.imap.uid_sets import compress
-from imap_mcp.server.logs import get_logger
-from imap_mcp.server.tools.cancellation import CallCancelled, progress_from_thread
+from ..imap.uid_sets import compress
+from ..logs import get_logger
+from .cancellation import CallCancelled, progress_from_thread
 
 #: the most ids a change result lists per list (counts stay exact); a large change is told in counts and ranges
 LISTED_IDS_MAX = 100

@@ -20,17 +20,17 @@ from anyio import to_thread
 from mcp.server.mcpserver import Context, MCPServer
 from pydantic import Field, WithJsonSchema
 
-from imap_mcp.server.config import ImapSettings
-from imap_mcp.server.logs import get_logger
-from imap_mcp.server.tools.registry import offer
-from imap_mcp.server.webhooks.operations import KEEP, WebhookAccount, limit_change, webhook_store
-from imap_mcp.server.webhooks.settings import (
+from ..config import ImapSettings
+from ..logs import get_logger
+from ..webhooks.operations import KEEP, WebhookAccount, limit_change, webhook_store
+from ..webhooks.settings import (
     MIN_MAX_EVENTS,
     MIN_RETENTION_SECONDS,
     NUMBER_TEXT_MAX,
     WebhookSettings,
 )
-from imap_mcp.server.webhooks.status import LimitsStatus, WebhookStatus
+from ..webhooks.status import LimitsStatus, WebhookStatus
+from .registry import offer
 
 
 def _limit_schema(minimum: int, pattern: str) -> WithJsonSchema:

@@ -16,7 +16,8 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from imap_mcp.sealing import KeyRing
-from imap_mcp.server.errors import ImapMcpError
+
+from ..errors import ImapMcpError
 
 PREFIX = "v1."
 _NONCE_BYTES = 12

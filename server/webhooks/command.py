@@ -12,23 +12,23 @@ import time
 import uuid
 from typing import Any, NoReturn
 
-from imap_mcp.server.config import Settings
-from imap_mcp.server.errors import ImapMcpError
-from imap_mcp.server.logs import get_logger
-from imap_mcp.server.store.database import Store
-from imap_mcp.server.webhooks.cipher import StoreCipher
-from imap_mcp.server.webhooks.delivery import deliver_one
-from imap_mcp.server.webhooks.leases import LEASE_SECONDS, hold_lease, release_lease
-from imap_mcp.server.webhooks.operations import WebhookAccount, webhook_store
-from imap_mcp.server.webhooks.outbox import drop_queued_while_off
-from imap_mcp.server.webhooks.rows import (
+from ..config import Settings
+from ..errors import ImapMcpError
+from ..logs import get_logger
+from ..store.database import Store
+from .cipher import StoreCipher
+from .delivery import deliver_one
+from .leases import LEASE_SECONDS, hold_lease, release_lease
+from .operations import WebhookAccount, webhook_store
+from .outbox import drop_queued_while_off
+from .rows import (
     clear_endpoint,
     invalid_url_reason,
     load_row,
     parse_auth_header,
     save_endpoint,
 )
-from imap_mcp.server.webhooks.watcher import InboxWatcher
+from .watcher import InboxWatcher
 
 #: how often an idle pump looks for due events (retries, or events another process added)
 PUMP_POLL = 1.0

@@ -12,14 +12,14 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from imap_mcp.server import outbound_http
-from imap_mcp.server.logs import get_logger
-from imap_mcp.server.store.database import Store, Tx
-from imap_mcp.server.webhooks.cipher import StoreCipher, Unreadable
-from imap_mcp.server.webhooks.outbox import Event, next_event
-from imap_mcp.server.webhooks.rows import Receiver, WebhookRow, invalid_url_reason, load_row, open_endpoint
-from imap_mcp.server.webhooks.settings import FAILURE_THRESHOLD, WebhookSettings
-from imap_mcp.server.webhooks.signing import signed_headers
+from .. import outbound_http
+from ..logs import get_logger
+from ..store.database import Store, Tx
+from .cipher import StoreCipher, Unreadable
+from .outbox import Event, next_event
+from .rows import Receiver, WebhookRow, invalid_url_reason, load_row, open_endpoint
+from .settings import FAILURE_THRESHOLD, WebhookSettings
+from .signing import signed_headers
 
 #: seconds one delivery may take in all: connecting, sending, and the receiver's status line and headers
 POST_TIMEOUT = 10.0

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from imap_mcp.server.store.database import Store
+from ..store.database import Store
 
 #: how long a lease lasts without renewal; a killed watcher's account is taken over after this
 LEASE_SECONDS = 15.0

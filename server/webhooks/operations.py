@@ -12,13 +12,13 @@ import time
 from dataclasses import dataclass
 from typing import Literal
 
-from imap_mcp.server.errors import ImapMcpError
-from imap_mcp.server.logs import get_logger
-from imap_mcp.server.store.database import Store, Tx
-from imap_mcp.server.webhooks.cipher import StoreCipher, Unreadable
-from imap_mcp.server.webhooks.outbox import drop_queued_while_off, effective_limits, prune
-from imap_mcp.server.webhooks.rows import WebhookRow, adopt_legacy_rows, invalid_url_reason, load_row, open_endpoint
-from imap_mcp.server.webhooks.settings import (
+from ..errors import ImapMcpError
+from ..logs import get_logger
+from ..store.database import Store, Tx
+from .cipher import StoreCipher, Unreadable
+from .outbox import drop_queued_while_off, effective_limits, prune
+from .rows import WebhookRow, adopt_legacy_rows, invalid_url_reason, load_row, open_endpoint
+from .settings import (
     MIN_MAX_EVENTS,
     MIN_RETENTION_SECONDS,
     NUMBER_TEXT_MAX,
@@ -26,7 +26,7 @@ from imap_mcp.server.webhooks.settings import (
     parse_count,
     parse_duration,
 )
-from imap_mcp.server.webhooks.status import LimitsStatus, WebhookStatus, read_status
+from .status import LimitsStatus, WebhookStatus, read_status
 
 SETUP_HINT = (
     "Set it up on the account page (/account; on this server the operator runs: imap-mcp webhook set --url URL)."

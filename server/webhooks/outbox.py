@@ -9,9 +9,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from imap_mcp.server.store.database import Tx
-from imap_mcp.server.webhooks.rows import WebhookRow
-from imap_mcp.server.webhooks.settings import WebhookSettings
+from ..store.database import Tx
+from .rows import WebhookRow
+from .settings import WebhookSettings
 
 Source = Literal["default", "account"]
 

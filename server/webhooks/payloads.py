@@ -36,12 +36,12 @@ from typing import Any
 
 from imapclient import IMAPClient
 
-from imap_mcp.server.imap.fetch import UNREADABLE, FetchData, fetch
-from imap_mcp.server.imap.message_ids import MessageRef
-from imap_mcp.server.logs import get_logger
-from imap_mcp.server.outgoing.compose import CONTROL_CHARACTERS, HEADER_PARSE_ERRORS
-from imap_mcp.server.reading.reader import header_text, parse_headers
-from imap_mcp.server.webhooks.outbox import rfc3339
+from ..imap.fetch import UNREADABLE, FetchData, fetch
+from ..imap.message_ids import MessageRef
+from ..logs import get_logger
+from ..outgoing.compose import CONTROL_CHARACTERS, HEADER_PARSE_ERRORS
+from ..reading.reader import header_text, parse_headers
+from .outbox import rfc3339
 
 #: bytes of the From and of the Subject header fields read per message (a longer From is cut)
 HEADER_BYTES = 4096

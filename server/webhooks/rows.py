@@ -7,9 +7,9 @@ import secrets
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from imap_mcp.server.config import is_loopback
-from imap_mcp.server.store.database import Tx
-from imap_mcp.server.webhooks.cipher import StoreCipher
+from ..config import is_loopback
+from ..store.database import Tx
+from .cipher import StoreCipher
 
 COLUMNS = (
     "account, url_sealed, auth_header_sealed, secret_sealed, enabled, paused_since, consecutive_failures, "

@@ -6,7 +6,7 @@ import base64
 import hashlib
 import hmac
 
-from imap_mcp.server.webhooks.rows import Receiver, secret_key
+from .rows import Receiver, secret_key
 
 
 def signature(secret: str, webhook_id: str, timestamp: int, body: str) -> str:

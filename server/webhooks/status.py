@@ -6,11 +6,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from imap_mcp.server.store.database import Tx
-from imap_mcp.server.webhooks.cipher import StoreCipher, Unreadable
-from imap_mcp.server.webhooks.outbox import effective_limits, pending_count, rfc3339
-from imap_mcp.server.webhooks.rows import WebhookRow, load_row, open_endpoint
-from imap_mcp.server.webhooks.settings import FAILURE_THRESHOLD, WebhookSettings
+from ..store.database import Tx
+from .cipher import StoreCipher, Unreadable
+from .outbox import effective_limits, pending_count, rfc3339
+from .rows import WebhookRow, load_row, open_endpoint
+from .settings import FAILURE_THRESHOLD, WebhookSettings
 
 State = Literal["active", "paused", "disabled", "unreadable", "not_configured", "unavailable"]
 UNREADABLE_MESSAGE = (

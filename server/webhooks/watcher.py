@@ -16,15 +16,15 @@ from typing import Any
 
 from imapclient import IMAPClient
 
-from imap_mcp.server.config import ImapSettings
-from imap_mcp.server.imap.connection import connect
-from imap_mcp.server.imap.message_ids import MessageRef
-from imap_mcp.server.logs import get_logger
-from imap_mcp.server.store.database import Store, Tx
-from imap_mcp.server.webhooks.outbox import enqueue
-from imap_mcp.server.webhooks.payloads import describe
-from imap_mcp.server.webhooks.rows import load_row
-from imap_mcp.server.webhooks.settings import WebhookSettings
+from ..config import ImapSettings
+from ..imap.connection import connect
+from ..imap.message_ids import MessageRef
+from ..logs import get_logger
+from ..store.database import Store, Tx
+from .outbox import enqueue
+from .payloads import describe
+from .rows import load_row
+from .settings import WebhookSettings
 
 MAILBOX = "INBOX"
 #: longest IDLE (or NOOP poll interval) before the watcher looks at its lease and stop flag again
