@@ -2,7 +2,7 @@
 
 The pool turns whatever imapclient, imaplib, sockets and TLS raise into a `MailboxError`
 (`imap.failures.explain`); every refusal a server module raises is an `ImapMcpError`, which the
-tools map in one place (`tools.errors`). These tests fail when a new exception type appears that
+tools map in one place (`tools.registry`). These tests fail when a new exception type appears that
 no layer maps: in a library upgrade, or in a new server module.
 """
 

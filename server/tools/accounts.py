@@ -17,7 +17,6 @@ from pydantic import BaseModel, Field
 
 from imap_mcp.protocol import APPROVAL_TTL, TOKEN_TTL, Guard, channel_for
 
-from ..accounts.loading import Account
 from ..errors import MailboxError
 from ..imap.mailboxes import list_mailboxes
 from ..imap.pool import ImapPool
@@ -25,7 +24,8 @@ from ..reading.attachments import INLINE_LIMIT_BYTES
 from .reading import DEFAULT_MAX_CHARS, DEFAULT_PAGE_SIZE, MAX_MAX_CHARS, MAX_PAGE_SIZE
 from .registry import SERVER_INFO_TOOL, offer
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # types only: the account's folder reads the registry, so this folder does not import it
+    from ..accounts.loading import Account
     from ..app import PolicyServer
 
 #: the IMAP capabilities imap-mcp uses, and what each one changes
