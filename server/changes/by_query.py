@@ -17,11 +17,10 @@ import hashlib
 import json
 from dataclasses import dataclass
 
-from imapclient import IMAPClient
-
 from ..imap.existence import existing_uids
 from ..imap.lookup import MessageSelection
 from ..imap.pool import examine
+from ..imap.session import Session
 from ..imap.uid_sets import compress, expand
 from ..reading.search import SearchQuery, matching_uids
 from .messages import ChangeRefused, canonical_name
@@ -57,7 +56,7 @@ def pin_key(tool: str, operation: str, destination: str | None, mailbox: str, qu
     return hashlib.sha256(json.dumps(named).encode()).hexdigest()[:32]
 
 
-def resolve_query(client: IMAPClient, mailbox: str, query: SearchQuery, pin: Pin | None = None) -> MessageSelection:
+def resolve_query(client: Session, mailbox: str, query: SearchQuery, pin: Pin | None = None) -> MessageSelection:
     """The messages of `mailbox` the change acts on: what is left of `pin` if it was made for this mailbox as
     it is (same UIDVALIDITY), else what `query` matches now. Empty when nothing does; `ChangeRefused` over
     `MAX_QUERY_MATCHES`."""

@@ -20,11 +20,10 @@ from dataclasses import dataclass
 from email.parser import BytesHeaderParser
 from email.policy import compat32
 
-from imapclient import IMAPClient
-
 from ..imap.answers import server_text
 from ..imap.fetch import fetch
 from ..imap.pool import NoSuchMailbox, examine
+from ..imap.session import Session
 
 MESSAGE_ID_ITEM = "BODY.PEEK[HEADER.FIELDS (MESSAGE-ID)]"
 #: at most this many Message-IDs, and about this many bytes of them, per SEARCH command
@@ -32,7 +31,7 @@ CHUNK_IDS = 50
 CHUNK_BYTES = 4000
 
 
-def already_copied(client: IMAPClient, uids: Iterable[int], destination: str, above: int = 0) -> set[int]:
+def already_copied(client: Session, uids: Iterable[int], destination: str, above: int = 0) -> set[int]:
     """Of `uids` in the selected mailbox, those whose Message-ID `destination` already holds (at a UID above `above`).
 
     Leaves `destination` selected (read-only): the caller selects the source again.
@@ -45,7 +44,7 @@ def already_copied(client: IMAPClient, uids: Iterable[int], destination: str, ab
     return {uid for uid, message_id in by_uid.items() if message_id in held}
 
 
-def message_ids_of(client: IMAPClient, uids: Iterable[int], present: set[int] | None = None) -> dict[int, str]:
+def message_ids_of(client: Session, uids: Iterable[int], present: set[int] | None = None) -> dict[int, str]:
     """The Message-ID of each of `uids` in the selected mailbox, for those that have a searchable one; every
     UID the server answered for (the messages that exist) is added to `present`, when given."""
     found: dict[int, str] = {}
@@ -75,7 +74,7 @@ class Held:
     uids: set[int]
 
 
-def held_in(client: IMAPClient, destination: str, by_message_id: dict[int, str]) -> Held:
+def held_in(client: Session, destination: str, by_message_id: dict[int, str]) -> Held:
     """EXAMINE `destination` and find which of the source messages (`by_message_id`) it holds already."""
     try:
         response = client.select_folder(destination, readonly=True)
@@ -90,7 +89,7 @@ def held_in(client: IMAPClient, destination: str, by_message_id: dict[int, str])
     return Held(int(response[b"UIDVALIDITY"]), {uid for uid, message_id in by_message_id.items() if message_id in held})
 
 
-def held_message_ids(client: IMAPClient, wanted: set[str], above: int = 0) -> set[str]:
+def held_message_ids(client: Session, wanted: set[str], above: int = 0) -> set[str]:
     """Which of the `wanted` Message-IDs the selected mailbox holds (at a UID above `above`), compared exactly."""
     hits: set[int] = set()
     for chunk in chunks(sorted(wanted)):

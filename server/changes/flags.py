@@ -11,11 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from imapclient import IMAPClient
-
 from ..imap.existence import existing_uids
 from ..imap.kept_flags import read_flags
 from ..imap.lookup import MessageSelection
+from ..imap.session import Session
 from ..imap.uid_sets import compress
 from .messages import ChangeRefused, left_out, select_source
 
@@ -33,7 +32,7 @@ class FlagReport:
     not_kept: tuple[str, ...] = ()
 
 
-def set_flags(client: IMAPClient, messages: MessageSelection, add: list[str], remove: list[str]) -> FlagReport:
+def set_flags(client: Session, messages: MessageSelection, add: list[str], remove: list[str]) -> FlagReport:
     """Add then remove flags on the messages that still exist (the rest are reported missing), then read back."""
     selected = select_source(client, messages)
     refused = [flag for flag in add if not selected.keeps(flag.encode())]

@@ -34,7 +34,6 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from imapclient import IMAPClient
 from imapclient.exceptions import IMAPClientError
 
 from imap_mcp.sealing import Scope, Target
@@ -47,6 +46,7 @@ from ..imap.lookup import MessageSelection, check_selection
 from ..imap.mailboxes import mailbox_with_role, missing_role_advice
 from ..imap.message_ids import StaleMessageId
 from ..imap.pool import NoSuchMailbox
+from ..imap.session import Session
 from ..imap.uid_sets import compress, expand
 from ..imap.uidvalidity import settle
 from .copies import already_copied, held_in, message_ids_of
@@ -109,7 +109,7 @@ class ChangeReport:
     not_run: tuple[int, ...] = ()
 
 
-def has(client: IMAPClient, capability: str) -> bool:
+def has(client: Session, capability: str) -> bool:
     return bool(client.has_capability(capability))
 
 
@@ -122,12 +122,12 @@ _NO_MOVE = {
 }
 
 
-def require_move_support(client: IMAPClient, operation: MessageOperation) -> None:
+def require_move_support(client: Session, operation: MessageOperation) -> None:
     if not (has(client, "MOVE") or has(client, "UIDPLUS")):
         raise ChangeRefused(f"The IMAP server offers neither MOVE nor UIDPLUS, so {_NO_MOVE[operation]}")
 
 
-def require_uid_expunge(client: IMAPClient) -> None:
+def require_uid_expunge(client: Session) -> None:
     if not has(client, "UIDPLUS"):
         raise ChangeRefused(
             "The IMAP server does not offer UIDPLUS, so a permanent delete cannot expunge exactly these messages "
@@ -136,7 +136,7 @@ def require_uid_expunge(client: IMAPClient) -> None:
         )
 
 
-def trash_mailbox(client: IMAPClient) -> str:
+def trash_mailbox(client: Session) -> str:
     """The mailbox with the Trash role (`mailbox_with_role`); refused when there is none."""
     found = mailbox_with_role(client, "trash")
     if found is None:
@@ -147,7 +147,7 @@ def trash_mailbox(client: IMAPClient) -> str:
     return found
 
 
-def open_source(client: IMAPClient, messages: MessageSelection, readonly: bool) -> int:
+def open_source(client: Session, messages: MessageSelection, readonly: bool) -> int:
     """Select (or EXAMINE) the messages' mailbox; its UIDVALIDITY, or `StaleMessageId` if it changed."""
     if readonly:
         return examine_source(client, messages)
@@ -170,7 +170,7 @@ class Selected:
         return flag.lower() in known or (not flag.startswith(b"\\") and b"\\*" in known)
 
 
-def select_source(client: IMAPClient, messages: MessageSelection) -> Selected:
+def select_source(client: Session, messages: MessageSelection) -> Selected:
     """SELECT the messages' mailbox read-write; `StaleMessageId` if its UIDVALIDITY changed."""
     try:
         response = client.select_folder(messages.mailbox)
@@ -195,7 +195,7 @@ def canonical_name(name: str) -> str:
 
 
 def plan_message_change(
-    client: IMAPClient, account: str, selection: MessageSelection, operation: MessageOperation, destination: str | None
+    client: Session, account: str, selection: MessageSelection, operation: MessageOperation, destination: str | None
 ) -> PlannedMessageChange:
     """The exact plan for moving/copying/deleting `selection` now, or `ChangeRefused`.
 
@@ -213,7 +213,7 @@ def plan_message_change(
     )
 
 
-def examine_source(client: IMAPClient, selection: MessageSelection) -> int:
+def examine_source(client: Session, selection: MessageSelection) -> int:
     """EXAMINE the selection's mailbox (read-only, one command); its UIDVALIDITY, `StaleMessageId` if it changed."""
     try:
         settle(client, selection.mailbox)
@@ -230,7 +230,7 @@ def examine_source(client: IMAPClient, selection: MessageSelection) -> int:
 
 
 def _present(
-    client: IMAPClient, selection: MessageSelection, operation: MessageOperation
+    client: Session, selection: MessageSelection, operation: MessageOperation
 ) -> tuple[tuple[int, ...], dict[int, str]]:
     """Which of the selection's UIDs the examined mailbox holds (`ChangeRefused` when none), and for a copy their
     Message-IDs, read by the same FETCH."""
@@ -250,7 +250,7 @@ def _present(
 
 
 def plan_present(
-    client: IMAPClient,
+    client: Session,
     account: str,
     present: MessageSelection,
     operation: MessageOperation,
@@ -293,7 +293,7 @@ def plan_present(
     return replace(plan, destination_uidvalidity=held.uidvalidity, already_present=tuple(sorted(held.uids)))
 
 
-def destination_state(client: IMAPClient, mailbox: str) -> tuple[int, int | None]:
+def destination_state(client: Session, mailbox: str) -> tuple[int, int | None]:
     """The destination's UIDVALIDITY and UIDNEXT (one STATUS), or `NoSuchMailbox`."""
     try:
         settle(client, mailbox)
@@ -333,7 +333,7 @@ class Execution:
     after_batch: AfterBatch | None = None
 
 
-def execute_message_change(client: IMAPClient, plan: PlannedMessageChange, execution: Execution) -> ChangeReport:
+def execute_message_change(client: Session, plan: PlannedMessageChange, execution: Execution) -> ChangeReport:
     """Run the approved change on exactly `plan`, observed a moment ago in the same call; `TargetChanged` if the
     source was re-created since. It is not observed again: what ran is read from the server's answers (COPYUID,
     the FETCH answers of a STORE), and what was gone by then is reported missing.
@@ -365,7 +365,7 @@ def execute_message_change(client: IMAPClient, plan: PlannedMessageChange, execu
 
 
 def _run_in_batches(
-    client: IMAPClient, plan: PlannedMessageChange, uids: tuple[int, ...], after_batch: AfterBatch | None
+    client: Session, plan: PlannedMessageChange, uids: tuple[int, ...], after_batch: AfterBatch | None
 ) -> tuple[tuple[int, ...], dict[int, int], tuple[int, ...]]:
     """`_run` on `uids`, `BATCH` at a time: the UIDs it changed, their new UIDs, and the UIDs not run (stopped)."""
     done: list[int] = []
@@ -383,7 +383,7 @@ def _run_in_batches(
 
 
 def _copied_before(
-    client: IMAPClient, source: MessageSelection, uids: tuple[int, ...], destination: str, above: int, readonly: bool
+    client: Session, source: MessageSelection, uids: tuple[int, ...], destination: str, above: int, readonly: bool
 ) -> tuple[int, ...]:
     """Those of `uids` whose Message-ID `destination` holds above UID `above`; the source is selected again."""
     found = already_copied(client, uids, destination, above)
@@ -391,7 +391,7 @@ def _copied_before(
     return tuple(sorted(found))
 
 
-def _run(client: IMAPClient, plan: PlannedMessageChange, uids: tuple[int, ...]) -> tuple[list[int], dict[int, int]]:
+def _run(client: Session, plan: PlannedMessageChange, uids: tuple[int, ...]) -> tuple[list[int], dict[int, int]]:
     """One batch: the UIDs it changed, as the server's answers say, and their UIDs in the destination."""
     uid_set = compress(uids)
     _take_copyuid(client)
@@ -416,7 +416,7 @@ def _run(client: IMAPClient, plan: PlannedMessageChange, uids: tuple[int, ...]) 
     return changed, moved_to
 
 
-def expunge_exactly(client: IMAPClient, uids: list[int] | str) -> set[int]:
+def expunge_exactly(client: Session, uids: list[int] | str) -> set[int]:
     """`\\Deleted` + `UID EXPUNGE` of exactly `uids` in the selected mailbox (never a plain EXPUNGE); the UIDs
     that were there, from the STORE's FETCH answers."""
     uid_set = uids if isinstance(uids, str) else compress(uids)
@@ -425,7 +425,7 @@ def expunge_exactly(client: IMAPClient, uids: list[int] | str) -> set[int]:
     return stored
 
 
-def _take_copyuid(client: IMAPClient) -> dict[int, int]:
+def _take_copyuid(client: Session) -> dict[int, int]:
     """Source UID → destination UID from the COPYUID codes since the last call (RFC 4315).
 
     imapclient returns neither COPY's nor MOVE's COPYUID (MOVE sends it untagged), but imaplib

@@ -19,9 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import anyio.to_thread
-from imapclient import IMAPClient
 
 from ..imap.pool import ImapPool
+from ..imap.session import Session
 from ..store.ledger import approval_key, begin_at, running_lifetime
 from .messages import (
     AfterBatch,
@@ -66,7 +66,7 @@ async def run_once(
     dead = begun.taken_over.outcome.get("floor") if begun.taken_over is not None else None
     execution = Execution(floor=dead if isinstance(dead, int) else None, after_batch=after_batch)
 
-    def execute(client: IMAPClient) -> ChangeReport:
+    def execute(client: Session) -> ChangeReport:
         report = execute_message_change(client, plan, execution)
         logged(report)
         return report

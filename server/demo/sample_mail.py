@@ -12,9 +12,8 @@ from dataclasses import dataclass, field
 from email.message import EmailMessage
 from email.utils import format_datetime, make_msgid
 
-from imapclient import IMAPClient
-
 from ..imap.mailboxes import personal_name
+from ..imap.session import Session
 
 OWNER = "demo@example.org"
 #: mailboxes the sample creates besides the server's own INBOX/Drafts/Sent/Trash/Junk/Archive
@@ -125,7 +124,7 @@ def sample_messages() -> list[SampleMessage]:
     return out
 
 
-def seed(client: IMAPClient) -> int:
+def seed(client: Session) -> int:
     """Create the sample mailboxes and append the sample messages; returns how many were added.
 
     Mailbox names are placed in the server's personal namespace (`INBOX.Projects` on Courier).

@@ -14,16 +14,15 @@ from __future__ import annotations
 import imaplib
 from collections.abc import Iterable
 
-from imapclient import IMAPClient
-
 from .fetch import answered_uids, every_uid, split_uid_set
+from .session import Session
 from .uid_sets import compress
 
 #: the first UID Cyrus does not take in a SEARCH set together with lower ones (RFC 3501 allows UIDs up to 2^32 - 1)
 _CYRUS_UID_LIMIT = 2**31
 
 
-def existing_uids(client: IMAPClient, uids: Iterable[int]) -> set[int]:
+def existing_uids(client: Session, uids: Iterable[int]) -> set[int]:
     """Which of `uids` the selected mailbox holds.
 
     UIDs from 2^31 up are asked about in sets of their own, as SEARCH needed it: Cyrus answers an empty

@@ -12,10 +12,9 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from imapclient import IMAPClient
-
 from .connection import append
 from .fetch import fetch
+from .session import Session
 
 #: a session flag the server sets by itself; never reported as kept or missing
 RECENT = b"\\Recent"
@@ -36,7 +35,7 @@ class Appended:
         return flag in self.flags
 
 
-def read_flags(client: IMAPClient, uids: Iterable[int]) -> dict[int, frozenset[bytes]]:
+def read_flags(client: Session, uids: Iterable[int]) -> dict[int, frozenset[bytes]]:
     """The flags of `uids` in the selected mailbox, as the server answers now (unsolicited FETCHes ignored)."""
     wanted = sorted(set(uids))
     if not wanted:
@@ -46,7 +45,7 @@ def read_flags(client: IMAPClient, uids: Iterable[int]) -> dict[int, frozenset[b
 
 
 def append_and_read_back(
-    client: IMAPClient,
+    client: Session,
     mailbox: str,
     message: bytes,
     flags: Sequence[bytes],
@@ -71,7 +70,7 @@ def append_and_read_back(
     return Appended(mailbox, uidvalidity, uid, kept)
 
 
-def _appended_uid(client: IMAPClient, response: object, uidvalidity: int, message_id: str | None) -> int | None:
+def _appended_uid(client: Session, response: object, uidvalidity: int, message_id: str | None) -> int | None:
     found = _APPENDUID.search(response if isinstance(response, bytes) else b"")
     if found is not None and int(found.group(1)) == uidvalidity:
         return int(found.group(2))

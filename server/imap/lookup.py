@@ -13,9 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from imapclient import IMAPClient
-
 from .message_ids import MAX_UID, InvalidMessageId, MessageRef, check_uidvalidity, decode_id
+from .session import Session
 from .uidvalidity import settle, uidvalidity_in
 
 
@@ -63,7 +62,7 @@ def resolve_one(message_id: str | None, mailbox: str | None, uid: int | None) ->
     return targets[0]
 
 
-def current_ref(client: IMAPClient, target: MessageSelection) -> MessageRef:
+def current_ref(client: Session, target: MessageSelection) -> MessageRef:
     """The one message of `target`, checked against its mailbox's UIDVALIDITY now (examines the mailbox)."""
     settle(client, target.mailbox)
     current = uidvalidity_in(client.select_folder(target.mailbox, readonly=True), "EXAMINE")

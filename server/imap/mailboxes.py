@@ -21,11 +21,11 @@ import weakref
 from dataclasses import dataclass
 from typing import Literal
 
-from imapclient import IMAPClient
 from imapclient.exceptions import IMAPClientError
 from pydantic import BaseModel, Field
 
 from ..errors import MailboxError
+from .session import Session
 
 Role = Literal["inbox", "sent", "drafts", "trash", "junk", "archive", "all", "flagged", "none"]
 
@@ -94,10 +94,10 @@ class Namespaces:
 
 #: each connection's namespaces, asked once: they do not change during a session, and some servers take
 #: tens of milliseconds to answer NAMESPACE (Mailutils), which every new name and role lookup needs
-_KNOWN: weakref.WeakKeyDictionary[IMAPClient, Namespaces] = weakref.WeakKeyDictionary()
+_KNOWN: weakref.WeakKeyDictionary[Session, Namespaces] = weakref.WeakKeyDictionary()
 
 
-def namespaces(client: IMAPClient) -> Namespaces:
+def namespaces(client: Session) -> Namespaces:
     """The connection's namespaces (`_asked_namespaces`), asked once per connection."""
     known = _KNOWN.get(client)
     if known is None:
@@ -105,7 +105,7 @@ def namespaces(client: IMAPClient) -> Namespaces:
     return known
 
 
-def _asked_namespaces(client: IMAPClient) -> Namespaces:
+def _asked_namespaces(client: Session) -> Namespaces:
     """NAMESPACE where offered; else one personal namespace at the top level with LIST's delimiter."""
     if client.has_capability("NAMESPACE"):
         found = client.namespace()
@@ -119,7 +119,7 @@ def _asked_namespaces(client: IMAPClient) -> Namespaces:
     return Namespaces("", delimiter, ("",))
 
 
-def personal_name(client: IMAPClient, name: str) -> str:
+def personal_name(client: Session, name: str) -> str:
     """`name` (levels separated by '/') as a mailbox of the personal namespace: `INBOX.Drafts` on Courier."""
     found = namespaces(client)
     if found.contains(name):
@@ -132,7 +132,7 @@ class OutsideNamespaces(MailboxError):
     """A new mailbox name that lies in none of the account's namespaces."""
 
 
-def check_new_name(client: IMAPClient, name: str) -> None:
+def check_new_name(client: Session, name: str) -> None:
     """Refuse (`OutsideNamespaces`) a new mailbox name the server would not keep, saying what it expects."""
     found = namespaces(client)
     if found.contains(name):
@@ -155,7 +155,7 @@ def _attribute_role(flags: tuple[bytes, ...], roles: dict[bytes, Role]) -> Role:
     return next((roles[f.lower()] for f in flags if f.lower() in roles), "none")
 
 
-def _listed_with_attributes(client: IMAPClient) -> list[tuple[tuple[bytes, ...], bytes | str | None, str, Role]]:
+def _listed_with_attributes(client: Session) -> list[tuple[tuple[bytes, ...], bytes | None, str, Role]]:
     """LIST, each mailbox with the role its attributes give: LIST's (SPECIAL-USE) or, without SPECIAL-USE, XLIST's."""
     listed = client.list_folders()
     by_xlist: dict[str, Role] = {}
@@ -188,7 +188,7 @@ def _roles_by_name(names: list[str], taken: set[Role], space: Namespaces) -> dic
     return chosen
 
 
-def list_mailboxes(client: IMAPClient) -> list[MailboxInfo]:
+def list_mailboxes(client: Session) -> list[MailboxInfo]:
     """Every mailbox the account can see with its role, INBOX first, the rest in name order.
 
     imapclient decodes modified UTF-7 names, so `Entw&APw-rfe` comes back as `Entwürfe`.
@@ -211,12 +211,12 @@ def list_mailboxes(client: IMAPClient) -> list[MailboxInfo]:
     return found
 
 
-def mailbox_with_role(client: IMAPClient, role: Role) -> str | None:
+def mailbox_with_role(client: Session, role: Role) -> str | None:
     """The selectable mailbox with `role` (see the module's doc for how roles are found), or None."""
     return next((m.name for m in list_mailboxes(client) if m.role == role and m.selectable), None)
 
 
-def missing_role_advice(client: IMAPClient, role: Role) -> str:
+def missing_role_advice(client: Session, role: Role) -> str:
     """What to do when no mailbox has `role`: create one, named the way this server expects."""
     name = personal_name(client, USUAL_NAME.get(role, role.title()))
     return f"Create one named {name!r} with manage_mailbox (action create)."
@@ -227,7 +227,7 @@ def missing_role_advice(client: IMAPClient, role: Role) -> str:
 _DELETE_AGAIN_AFTER = 1.1
 
 
-def delete_mailbox(client: IMAPClient, name: str) -> None:
+def delete_mailbox(client: Session, name: str) -> None:
     """DELETE `name`, once more a second later when the server says it is busy with a same-named one (Cyrus)."""
     try:
         client.delete_folder(name)
@@ -238,7 +238,7 @@ def delete_mailbox(client: IMAPClient, name: str) -> None:
         client.delete_folder(name)
 
 
-def with_counts(client: IMAPClient, mailboxes: list[MailboxInfo]) -> list[MailboxInfo]:
+def with_counts(client: Session, mailboxes: list[MailboxInfo]) -> list[MailboxInfo]:
     """The same list with message and unread counts (STATUS MESSAGES UNSEEN) for every selectable mailbox.
 
     A mailbox the server will not give a STATUS for (e.g. no read right) keeps null counts.

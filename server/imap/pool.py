@@ -40,7 +40,6 @@ from typing import Generic, TypeVar
 
 import anyio
 import anyio.to_thread
-from imapclient import IMAPClient
 from imapclient.exceptions import IMAPClientError
 
 from ..config import ImapSettings
@@ -52,6 +51,7 @@ from .failures import LIBRARY_ERRORS, explain
 from .fetch import in_step, last_command_and_line
 from .mailbox_state import Journal, MailboxState, journal_for, mailbox_state, noop_then_status
 from .selection import deselect, selected_read_write
+from .session import Session
 from .uidvalidity import settle, uidvalidity_in
 
 T = TypeVar("T")
@@ -91,14 +91,14 @@ class InMailbox(Generic[T]):
     """An operation that only reads `mailbox`: `read(client, examined)` runs with it EXAMINEd."""
 
     mailbox: str
-    read: Callable[[IMAPClient, Examined], T]
+    read: Callable[[Session, Examined], T]
 
 
 #: what the pool runs: a plain operation on a client of its own, or a read of one mailbox
-Operation = Callable[[IMAPClient], T] | InMailbox[T]
+Operation = Callable[[Session], T] | InMailbox[T]
 
 
-def examine(client: IMAPClient, mailbox: str) -> Examined:
+def examine(client: Session, mailbox: str) -> Examined:
     """EXAMINE `mailbox` (read-only: no read here can set \\Seen) and return its UIDVALIDITY."""
     try:
         settle(client, mailbox)
@@ -117,7 +117,7 @@ def examine(client: IMAPClient, mailbox: str) -> Examined:
     return Examined(mailbox, uidvalidity, state, journal_for(client, state))
 
 
-def _still_examined(client: IMAPClient, known: Examined) -> Examined | None:
+def _still_examined(client: Session, known: Examined) -> Examined | None:
     """`known` with the mailbox's state now, after bringing the session's view up to date; None when the
     mailbox is gone or was renumbered (a new UIDVALIDITY)."""
     try:
@@ -139,7 +139,7 @@ class _Reaper:
 
 @dataclass
 class _Connection:
-    client: IMAPClient
+    client: Session
     since: float
     examined: Examined | None = None
 
@@ -151,7 +151,7 @@ class ImapPool:
         max_size: int = 4,
         idle_seconds: float = 120.0,
         check_after: float = 5.0,
-        connector: Callable[[ImapSettings], IMAPClient] = connect,
+        connector: Callable[[ImapSettings], Session] = connect,
         shared_slots: threading.Semaphore | None = None,
     ) -> None:
         """`shared_slots` bounds the connections in use across several pools (one per account)."""
@@ -334,7 +334,7 @@ class ImapPool:
             close(item.client)
 
 
-def _written_back(client: IMAPClient) -> bool:
+def _written_back(client: Session) -> bool:
     """Leave a mailbox an operation left selected read-write, so that the server writes back what the operation
     changed before the tool says it is done (Mailutils keeps flag changes from other sessions, and from its
     files, until the mailbox is left); nothing is expunged (`selection.deselect`). False when the connection

@@ -24,10 +24,9 @@ import imaplib
 import weakref
 from typing import Any
 
-from imapclient import IMAPClient
-
 from .answers import unexpected_answer
 from .selection import deselect
+from .session import Session
 
 
 class _Seen:
@@ -43,14 +42,14 @@ class _Seen:
 
 
 #: per connection, per mailbox (INBOX in upper case): the UIDVALIDITY seen last
-_SIGHTINGS: weakref.WeakKeyDictionary[IMAPClient, dict[str, _Seen]] = weakref.WeakKeyDictionary()
+_SIGHTINGS: weakref.WeakKeyDictionary[Session, dict[str, _Seen]] = weakref.WeakKeyDictionary()
 
 
 def _key(mailbox: str) -> str:
     return "INBOX" if mailbox.upper() == "INBOX" else mailbox
 
 
-def saw(client: IMAPClient, mailbox: str, uidvalidity: object) -> None:
+def saw(client: Session, mailbox: str, uidvalidity: object) -> None:
     """Note a UIDVALIDITY the server gave for `mailbox` (anything else than a number is ignored)."""
     if not isinstance(uidvalidity, int) or isinstance(uidvalidity, bool):
         return
@@ -62,14 +61,14 @@ def saw(client: IMAPClient, mailbox: str, uidvalidity: object) -> None:
         seen.last, seen.unsteady = uidvalidity, True
 
 
-def _needs_settling(client: IMAPClient, mailbox: str) -> bool:
+def _needs_settling(client: Session, mailbox: str) -> bool:
     seen = _SIGHTINGS.get(client, {}).get(_key(mailbox))
     if seen is not None and seen.unsteady:
         return True
     return not (seen is not None and seen.settled) and not client.has_capability("CONDSTORE")
 
 
-def settle(client: IMAPClient, mailbox: str) -> None:
+def settle(client: Session, mailbox: str) -> None:
     """Make the server commit `mailbox`'s UIDVALIDITY where it may not have (see the module docstring);
     nothing is selected afterwards if it did."""
     if not _needs_settling(client, mailbox):

@@ -17,8 +17,6 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Literal
 
-from imapclient import IMAPClient
-
 from imap_mcp.protocol.texts import needs_escape, shown
 from imap_mcp.sealing import Scope, Target
 
@@ -31,6 +29,7 @@ from ..imap.mailboxes import (
     list_mailboxes,
 )
 from ..imap.pool import NoSuchMailbox
+from ..imap.session import Session
 from ..imap.uidvalidity import settle
 
 FolderOperation = Literal["delete_mailbox", "rename_mailbox"]
@@ -63,7 +62,7 @@ class PlannedFolderChange:
         return Target(self.operation, self.account, tuple(scopes))
 
 
-def _children(client: IMAPClient, name: str) -> list[str]:
+def _children(client: Session, name: str) -> list[str]:
     """The names of the mailboxes below `name` in the hierarchy."""
     boxes = list_mailboxes(client)
     found: MailboxInfo | None = next((m for m in boxes if m.name == name), None)
@@ -73,7 +72,7 @@ def _children(client: IMAPClient, name: str) -> list[str]:
     return sorted(m.name for m in boxes if m.name.startswith(prefix))
 
 
-def _refuse_a_parent(client: IMAPClient, name: str) -> None:
+def _refuse_a_parent(client: Session, name: str) -> None:
     children = _children(client, name)
     if children:
         shown = ", ".join(repr(c) for c in children[:SHOWN_CHILDREN])
@@ -100,13 +99,13 @@ def refuse_unsafe_characters(name: str) -> None:
         )
 
 
-def _listed(client: IMAPClient, name: str) -> bool | None:
+def _listed(client: Session, name: str) -> bool | None:
     """None when `name` does not exist; else whether it can hold messages."""
     found = next((m for m in list_mailboxes(client) if m.name == name), None)
     return None if found is None else found.selectable
 
 
-def _status(client: IMAPClient, name: str) -> dict[bytes, int] | None:
+def _status(client: Session, name: str) -> dict[bytes, int] | None:
     """UIDVALIDITY, UIDNEXT and MESSAGES of `name`; None for a folder that holds no messages."""
     selectable = _listed(client, name)
     if selectable is None:
@@ -118,7 +117,7 @@ def _status(client: IMAPClient, name: str) -> dict[bytes, int] | None:
 
 
 def plan_folder_change(
-    client: IMAPClient, account: str, operation: FolderOperation, mailbox: str, new_name: str | None
+    client: Session, account: str, operation: FolderOperation, mailbox: str, new_name: str | None
 ) -> PlannedFolderChange:
     """The exact plan for deleting or renaming `mailbox` now, or `ChangeRefused` / `NoSuchMailbox`."""
     if mailbox.upper() == "INBOX":
@@ -144,7 +143,7 @@ def plan_folder_change(
     )
 
 
-def execute_folder_change(client: IMAPClient, target: PlannedFolderChange) -> None:
+def execute_folder_change(client: Session, target: PlannedFolderChange) -> None:
     """Delete or rename exactly the approved mailbox; `TargetChanged` if it is not as it was."""
     try:
         now = plan_folder_change(client, target.account, target.operation, target.mailbox, target.new_name)
@@ -158,17 +157,18 @@ def execute_folder_change(client: IMAPClient, target: PlannedFolderChange) -> No
     if target.operation == "delete_mailbox":
         delete_mailbox(client, target.mailbox)
     else:
+        assert target.new_name is not None, "a rename is planned with its new name"
         client.rename_folder(target.mailbox, target.new_name)
 
 
-def _refuse_outside_namespaces(client: IMAPClient, name: str) -> None:
+def _refuse_outside_namespaces(client: Session, name: str) -> None:
     try:
         check_new_name(client, name)
     except OutsideNamespaces as exc:
         raise ChangeRefused(str(exc)) from None
 
 
-def create_folder(client: IMAPClient, name: str) -> None:
+def create_folder(client: Session, name: str) -> None:
     refuse_unsafe_characters(name)
     _refuse_outside_namespaces(client, name)
     if _listed(client, name) is not None:

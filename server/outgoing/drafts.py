@@ -8,11 +8,10 @@ from dataclasses import dataclass
 from email.message import EmailMessage
 from email.utils import format_datetime, make_msgid
 
-from imapclient import IMAPClient
-
 from ..errors import MailboxError
 from ..imap.kept_flags import append_and_read_back
 from ..imap.mailboxes import mailbox_with_role, missing_role_advice
+from ..imap.session import Session
 from .compose import check_body, check_subject, parse_address, unique_recipients, wire_bytes
 
 DRAFT_FLAGS = (b"\\Draft", b"\\Seen")
@@ -32,7 +31,7 @@ class SavedDraft:
     flags: frozenset[bytes] = frozenset()
 
 
-def drafts_mailbox(client: IMAPClient) -> str:
+def drafts_mailbox(client: Session) -> str:
     """The mailbox with the Drafts role (`mailbox_with_role`); refused when there is none."""
     found = mailbox_with_role(client, "drafts")
     if found is None:
@@ -58,7 +57,7 @@ def draft_message(username: str, to: list[str], cc: list[str], subject: str, bod
     return message
 
 
-def append_draft(client: IMAPClient, message: EmailMessage) -> SavedDraft:
+def append_draft(client: Session, message: EmailMessage) -> SavedDraft:
     mailbox = drafts_mailbox(client)
     filed = append_and_read_back(client, mailbox, wire_bytes(message), DRAFT_FLAGS, message_id=message["Message-ID"])
     if filed.uid is None:

@@ -1,6 +1,6 @@
 """The IMAP side of sending: the original of a reply, the Sent copy, `\\Answered` — each reported as kept.
 
-Each function takes a logged-in `IMAPClient` and is meant to run through `ImapPool.run`;
+Each function takes a logged-in `Session` and is meant to run through `ImapPool.run`;
 `file_sent_copy` must run with `retry=False` (an APPEND run twice leaves two copies).
 
 Nothing here decides whether a message is sent: that is the approval ledger's (`store.ledger`),
@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import datetime as dt
 
-from imapclient import IMAPClient
-
 from ..errors import MailboxError
 from ..imap.kept_flags import Appended, append_and_read_back, read_flags
 from ..imap.mailboxes import mailbox_with_role, missing_role_advice
 from ..imap.message_ids import MessageRef, check_uidvalidity
+from ..imap.session import Session
 from ..reading.reader import MessageGone
 from .reply import HEADER_FIELDS, Original, parse_original
 
@@ -29,13 +28,13 @@ class NoSentMailbox(MailboxError, LookupError):
     """The account has no mailbox with the Sent role."""
 
 
-def select_message_mailbox(client: IMAPClient, ref: MessageRef, readonly: bool) -> None:
+def select_message_mailbox(client: Session, ref: MessageRef, readonly: bool) -> None:
     """Select the mailbox of `ref`, refusing a stale id (`StaleMessageId`)."""
     status = client.select_folder(ref.mailbox, readonly=readonly)
     check_uidvalidity(ref, int(status[b"UIDVALIDITY"]))
 
 
-def fetch_original(client: IMAPClient, ref: MessageRef) -> Original:
+def fetch_original(client: Session, ref: MessageRef) -> Original:
     """The reply-relevant headers of the message `ref` names, without marking it read."""
     select_message_mailbox(client, ref, readonly=True)
     fetched = client.fetch([ref.uid], [_HEADER_ITEM])
@@ -48,7 +47,7 @@ def fetch_original(client: IMAPClient, ref: MessageRef) -> Original:
     return parse_original(headers if isinstance(headers, bytes) else b"")
 
 
-def sent_mailbox(client: IMAPClient) -> str:
+def sent_mailbox(client: Session) -> str:
     """The name of the mailbox with the Sent role (`mailbox_with_role`), or `NoSentMailbox`."""
     found = mailbox_with_role(client, "sent")
     if found is None:
@@ -59,12 +58,12 @@ def sent_mailbox(client: IMAPClient) -> str:
     return found
 
 
-def file_sent_copy(client: IMAPClient, mailbox: str, message: bytes, when: dt.datetime, message_id: str) -> Appended:
+def file_sent_copy(client: Session, mailbox: str, message: bytes, when: dt.datetime, message_id: str) -> Appended:
     """File the sent message in `mailbox`, read (`\\Seen`), and report the flags the server kept."""
     return append_and_read_back(client, mailbox, message, (SEEN,), when, message_id)
 
 
-def mark_answered(client: IMAPClient, ref: MessageRef) -> bool:
+def mark_answered(client: Session, ref: MessageRef) -> bool:
     """Flag the original of a reply `\\Answered`; whether the server kept it (False if the message is gone)."""
     select_message_mailbox(client, ref, readonly=False)
     client.add_flags([ref.uid], [ANSWERED], silent=True)

@@ -22,7 +22,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from imapclient import IMAPClient
 from pydantic import BaseModel, Field
 
 from ..errors import MailboxError
@@ -30,6 +29,7 @@ from ..imap.fetch import fetch
 from ..imap.lookup import MessageSelection, check_selection
 from ..imap.message_ids import MessageRef
 from ..imap.pool import Examined
+from ..imap.session import Session
 from .parts import Part, attachments, decoded_stream
 from .reader import MessageGone, structure_of
 
@@ -131,7 +131,7 @@ def _section(data: dict[bytes, Any], part: Part) -> bytes:
     return next((value or b"" for key, value in data.items() if key.startswith(prefix)), b"")
 
 
-def _raw_chunks(client: IMAPClient, uid: int, part: Part, fetched: Fetched) -> Iterator[bytes]:
+def _raw_chunks(client: Session, uid: int, part: Part, fetched: Fetched) -> Iterator[bytes]:
     offset = 0
     while True:
         item = f"BODY.PEEK[{part.part_id}]<{offset}.{CHUNK_BYTES}>"
@@ -145,9 +145,7 @@ def _raw_chunks(client: IMAPClient, uid: int, part: Part, fetched: Fetched) -> I
             return
 
 
-def write_part(
-    client: IMAPClient, uid: int, part: Part, directory: Path, fetched: Fetched = _not_told
-) -> AttachmentFile:
+def write_part(client: Session, uid: int, part: Part, directory: Path, fetched: Fetched = _not_told) -> AttachmentFile:
     name = safe_filename(part.filename, part)
     partial, fd = partial_file(directory, name)
     written = 0
@@ -164,7 +162,7 @@ def write_part(
     )
 
 
-def read_part(client: IMAPClient, uid: int, part: Part, fetched: Fetched = _not_told) -> bytes:
+def read_part(client: Session, uid: int, part: Part, fetched: Fetched = _not_told) -> bytes:
     return b"".join(decoded_stream(_raw_chunks(client, uid, part, fetched), part.encoding))
 
 
@@ -215,7 +213,7 @@ def chosen_parts(structure_parts: list[Part], part_ids: list[str] | None) -> lis
     return [by_id[p] for p in dict.fromkeys(part_ids)]
 
 
-def message_attachments(client: IMAPClient, examined: Examined, target: MessageSelection) -> tuple[int, list[Part]]:
+def message_attachments(client: Session, examined: Examined, target: MessageSelection) -> tuple[int, list[Part]]:
     (ref,) = check_selection(target, examined.uidvalidity)
     data = fetch(client, [ref.uid], ["BODYSTRUCTURE"]).get(ref.uid)
     if data is None:
@@ -226,7 +224,7 @@ def message_attachments(client: IMAPClient, examined: Examined, target: MessageS
 
 
 def inline_parts(
-    client: IMAPClient, uid: int, parts: list[Part], report: Callable[[int, int], None]
+    client: Session, uid: int, parts: list[Part], report: Callable[[int, int], None]
 ) -> tuple[list[tuple[Part, bytes]], list[Skipped]]:
     """The parts that fit under `INLINE_LIMIT_BYTES` together (in order; by their sizes on the server), and the
     rest with a reason. `report(done, total)` follows the bytes fetched of the parts that fit."""

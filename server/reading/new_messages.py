@@ -33,7 +33,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from imapclient import IMAPClient
 from imapclient.exceptions import IMAPClientError
 from pydantic import BaseModel, Field
 
@@ -42,6 +41,7 @@ from ..imap.answers import server_text
 from ..imap.fetch import add_flags_unless_changed
 from ..imap.mailbox_state import mailbox_state
 from ..imap.pool import Examined, NoSuchMailbox
+from ..imap.session import Session
 from ..imap.uid_sets import compress
 from .search import SearchQuery, matching, newest_first, summarised_page
 from .summaries import MessageSummary
@@ -96,7 +96,7 @@ def keeps_keyword(selected: dict[bytes, Any]) -> bool:
     return b"\\*" in kept or LISTED.lower() in kept
 
 
-def select_for_marking(client: IMAPClient, mailbox: str) -> Examined:
+def select_for_marking(client: Session, mailbox: str) -> Examined:
     """SELECT `mailbox` read-write; `KeywordsNotKept` when it cannot keep `LISTED`."""
     try:
         selected = client.select_folder(mailbox)
@@ -116,12 +116,12 @@ def select_for_marking(client: IMAPClient, mailbox: str) -> Examined:
     return Examined(mailbox, int(selected[b"UIDVALIDITY"]))
 
 
-def _highest_modseq(client: IMAPClient, mailbox: str) -> int | None:
+def _highest_modseq(client: Session, mailbox: str) -> int | None:
     state = mailbox_state(client, mailbox)
     return state.highestmodseq if state is not None and state.highestmodseq > 0 else None
 
 
-def look(client: IMAPClient, mailbox: str, offset: int, limit: int) -> Look:
+def look(client: Session, mailbox: str, offset: int, limit: int) -> Look:
     """Find the new messages of `mailbox` and summarise one page of them; nothing is marked yet."""
     examined = select_for_marking(client, mailbox)
     unchanged_since = _highest_modseq(client, mailbox)
@@ -131,7 +131,7 @@ def look(client: IMAPClient, mailbox: str, offset: int, limit: int) -> Look:
     return Look(examined, unchanged_since, len(ordered), first_look, offset, page)
 
 
-def mark_listed(client: IMAPClient, uids: Sequence[int], unchanged_since: int | None) -> set[int]:
+def mark_listed(client: Session, uids: Sequence[int], unchanged_since: int | None) -> set[int]:
     """Add `LISTED` to `uids`; the ones marked by this call (with CONDSTORE, only those unchanged since)."""
     if not uids:
         return set()
@@ -142,7 +142,7 @@ def mark_listed(client: IMAPClient, uids: Sequence[int], unchanged_since: int | 
     return set(uids) - set(add_flags_unless_changed(client, uid_set, unchanged_since, [LISTED]))
 
 
-def record(client: IMAPClient, found: Look) -> NewMessages:
+def record(client: Session, found: Look) -> NewMessages:
     """Mark the look's page as listed; the answer holds only the messages this call marked."""
     marked = mark_listed(client, [m.uid for m in found.page], found.unchanged_since)
     listed = [m for m in found.page if m.uid in marked]
@@ -156,6 +156,6 @@ def record(client: IMAPClient, found: Look) -> NewMessages:
     )
 
 
-def list_new(client: IMAPClient, mailbox: str, offset: int, limit: int) -> NewMessages:
+def list_new(client: Session, mailbox: str, offset: int, limit: int) -> NewMessages:
     """One page of the messages new in `mailbox`, newest first, marked as listed."""
     return record(client, look(client, mailbox, offset, limit))

@@ -15,7 +15,6 @@ from email.parser import HeaderParser
 from email.policy import compat32
 from typing import Any
 
-from imapclient import IMAPClient
 from pydantic import BaseModel, Field
 
 from ..errors import MailboxError
@@ -23,6 +22,7 @@ from ..imap.fetch import UNREADABLE, fetch
 from ..imap.lookup import MessageSelection, check_selection
 from ..imap.message_ids import MessageRef
 from ..imap.pool import Examined
+from ..imap.session import Session
 from .html_text import html_to_text
 from .parts import (
     Node,
@@ -153,7 +153,7 @@ class FetchedText:
     fetched: int  #: bytes of the part fetched
 
 
-def fetch_text(client: IMAPClient, uid: int, part: Part, max_chars: int) -> FetchedText:
+def fetch_text(client: Session, uid: int, part: Part, max_chars: int) -> FetchedText:
     """The start of one text part, as many bytes of it as `max_chars` characters can need, decoded."""
     budget = fetch_budget(part, max_chars)
     complete = budget >= part.size
@@ -197,7 +197,7 @@ def structure_of(data: dict[bytes, Any], ref: MessageRef) -> Node:
     )
 
 
-def fetch_message(client: IMAPClient, examined: Examined, target: MessageSelection, max_chars: int) -> FetchedMessage:
+def fetch_message(client: Session, examined: Examined, target: MessageSelection, max_chars: int) -> FetchedMessage:
     """Headers, structure and the start of the readable text of one message: everything that needs IMAP."""
     (ref,) = check_selection(target, examined.uidvalidity)
     items = ["FLAGS", "BODYSTRUCTURE", f"BODY.PEEK[HEADER.FIELDS ({' '.join(HEADER_FIELDS)})]<0.{HEADER_BYTES}>"]
@@ -236,6 +236,6 @@ def message_content(fetched: FetchedMessage, max_chars: int) -> MessageContent:
     )
 
 
-def read_message(client: IMAPClient, examined: Examined, target: MessageSelection, max_chars: int) -> MessageContent:
+def read_message(client: Session, examined: Examined, target: MessageSelection, max_chars: int) -> MessageContent:
     """`fetch_message` and `message_content` in one (where holding the connection meanwhile does not matter)."""
     return message_content(fetch_message(client, examined, target, max_chars), max_chars)

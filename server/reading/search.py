@@ -21,7 +21,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import cast
 
-from imapclient import IMAPClient
 from imapclient.imapclient import _literal
 from imapclient.response_parser import parse_message_list
 from pydantic import BaseModel, Field
@@ -30,6 +29,7 @@ from ..imap.existence import existing_uids
 from ..imap.fetch import FetchData, esearch_all, fetch, raw_untagged
 from ..imap.mailbox_state import vanished_and_changed
 from ..imap.pool import Examined
+from ..imap.session import Session
 from ..imap.uid_sets import expand, size
 from .search_cache import OrderCache
 from .summaries import MessageSummary, SummaryCache, describe, seconds
@@ -126,14 +126,14 @@ def _search_command(query: SearchQuery, within: str | None = None) -> list[bytes
     return [b"CHARSET", b"UTF-8", *keys] if query.charset else keys
 
 
-def matching(client: IMAPClient, query: SearchQuery, within: str | None = None) -> str | list[int]:
+def matching(client: Session, query: SearchQuery, within: str | None = None) -> str | list[int]:
     """The matching UIDs: one compressed set with ESEARCH (RFC 4731), else the plain SEARCH list."""
     if client.has_capability("ESEARCH"):
         return esearch_all(client, _search_command(query, within))
     return list(parse_message_list(raw_untagged(client, b"SEARCH", _search_command(query, within))))
 
 
-def matching_uids(client: IMAPClient, query: SearchQuery, within: str | None = None) -> list[int]:
+def matching_uids(client: Session, query: SearchQuery, within: str | None = None) -> list[int]:
     """Every UID in the selected mailbox matching `query` (of `within`, a UID set, if given), in no promised
     order."""
     found = matching(client, query, within)
@@ -142,7 +142,7 @@ def matching_uids(client: IMAPClient, query: SearchQuery, within: str | None = N
     return found
 
 
-def _newest_first_by_date(client: IMAPClient, query: SearchQuery, within: str | None = None) -> list[int]:
+def _newest_first_by_date(client: Session, query: SearchQuery, within: str | None = None) -> list[int]:
     """Matching UIDs in REVERSE ARRIVAL order, for a server without SORT: SEARCH, then INTERNALDATE of each."""
     found = matching(client, query, within)
     if not found:
@@ -167,7 +167,7 @@ def _timestamp(data: FetchData) -> float:
 
 
 def summarised_page(
-    client: IMAPClient,
+    client: Session,
     examined: Examined,
     ordered: Sequence[int],
     offset: int,
@@ -211,7 +211,7 @@ def summarised_page(
     return described.summaries(client, window[offset - low : stop - low], cache)
 
 
-def newest_first(client: IMAPClient, query: SearchQuery, within: str | None = None) -> list[int]:
+def newest_first(client: Session, query: SearchQuery, within: str | None = None) -> list[int]:
     """Every UID matching `query` (of `within`, a UID set, if given): INTERNALDATE descending; equal dates as
     the server's SORT leaves them (`summarised_page` settles them), or without SORT in descending UID order."""
     if client.has_capability("SORT"):
@@ -231,7 +231,7 @@ _FLAG_KEYS = (b"UNSEEN", b"FLAGGED")
 class LiveSearch:
     """`query` on the selected mailbox, as the order cache asks it (`search_cache.Search`)."""
 
-    client: IMAPClient
+    client: Session
     query: SearchQuery
     examined: Examined
     #: where dates of messages summarised lately are known without asking
@@ -296,7 +296,7 @@ class LiveSearch:
 
 
 def search_page(
-    client: IMAPClient,
+    client: Session,
     examined: Examined,
     query: SearchQuery,
     cache: OrderCache | None = None,

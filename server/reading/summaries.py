@@ -17,12 +17,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from imapclient import IMAPClient
 from pydantic import BaseModel, Field
 
 from ..imap.fetch import UNREADABLE, FetchData, fetch
 from ..imap.message_ids import MessageRef
 from ..imap.pool import Examined
+from ..imap.session import Session
 from .parts import attachments, decode_words, parse_structure
 
 SUMMARY_ITEMS = ("FLAGS", "INTERNALDATE", "RFC822.SIZE", "ENVELOPE", "BODYSTRUCTURE")
@@ -192,7 +192,7 @@ class Described:
     fixed: dict[int, Fixed]
     flags: dict[int, Any] = field(default_factory=dict)
 
-    def summaries(self, client: IMAPClient, page: Sequence[int], cache: SummaryCache | None) -> list[MessageSummary]:
+    def summaries(self, client: Session, page: Sequence[int], cache: SummaryCache | None) -> list[MessageSummary]:
         """The summaries of `page`, in its order, with current flags (fetched for those taken from the cache).
 
         Those of `page` not described yet (a run of equal dates may bring them in) are described first.
@@ -211,7 +211,7 @@ class Described:
         ]
 
 
-def describe(client: IMAPClient, examined: Examined, uids: Sequence[int], cache: SummaryCache | None) -> Described:
+def describe(client: Session, examined: Examined, uids: Sequence[int], cache: SummaryCache | None) -> Described:
     """The fixed parts of `uids`: from `cache` where it has them, else fetched (and then kept in it).
 
     Fetched messages come with their flags. One whose summary items could not be read gets its

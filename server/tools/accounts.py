@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal
 
-from imapclient import IMAPClient
 from mcp.server.mcpserver import Context
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, Field
@@ -20,6 +19,7 @@ from imap_mcp.protocol import APPROVAL_TTL, TOKEN_TTL, Guard, channel_for
 from ..errors import MailboxError
 from ..imap.mailboxes import list_mailboxes
 from ..imap.pool import ImapPool
+from ..imap.session import Session
 from ..reading.attachments import INLINE_LIMIT_BYTES
 from .reading import DEFAULT_MAX_CHARS, DEFAULT_PAGE_SIZE, MAX_MAX_CHARS, MAX_PAGE_SIZE
 from .registry import SERVER_INFO_TOOL, offer
@@ -115,7 +115,7 @@ TOKEN_FALLBACK = (
 )
 
 
-def _mailbox_facts(client: IMAPClient) -> tuple[list[Capability], dict[str, str]]:
+def _mailbox_facts(client: Session) -> tuple[list[Capability], dict[str, str]]:
     capabilities = [
         Capability(name=name, present=bool(client.has_capability(name)), effect=effect)
         for name, effect in RELEVANT_CAPABILITIES.items()

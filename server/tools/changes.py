@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Annotated, Literal
 
-from imapclient import IMAPClient
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, InputRequiredResult
 from pydantic import AfterValidator, BaseModel, Field
@@ -35,6 +34,7 @@ from ..errors import ArgumentError
 from ..imap.lookup import MessageSelection
 from ..imap.message_ids import MessageRef, encode_id
 from ..imap.pool import ImapPool
+from ..imap.session import Session
 from .arguments import (
     ConfirmToken,
     DeprecatedMailbox,
@@ -230,7 +230,7 @@ async def change_by_query(changer: Changer, ctx: Context, call: ChangeCall, quer
     pin = Pin.parse(changer.guard.pinned(ctx, call.confirm_token), key)
     call = replace(call, by_query=ByQuery(query.criteria(), key))
 
-    def resolve_and_plan(client: IMAPClient) -> tuple[MessageSelection, PlannedMessageChange | None]:
+    def resolve_and_plan(client: Session) -> tuple[MessageSelection, PlannedMessageChange | None]:
         selection = resolve_query(client, query.mailbox, search, pin)
         if not selection.uids:
             return selection, None

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from imapclient import IMAPClient
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, InputRequiredResult
 from pydantic import BaseModel, Field
@@ -17,6 +16,7 @@ from imap_mcp.protocol import Guard
 
 from ..imap.mailboxes import MailboxInfo, list_mailboxes, with_counts
 from ..imap.pool import ImapPool
+from ..imap.session import Session
 from ..mailboxes.folders import FolderOperation, create_folder, execute_folder_change, plan_folder_change
 from ..mailboxes.questions import delete_mailbox_request, rename_mailbox_request
 from .registry import offer
@@ -42,7 +42,7 @@ class MailboxChange(BaseModel):
     confirm_token: str | None = Field(default=None, description="Pass this back to run the change (token path).")
 
 
-def _counted(client: IMAPClient) -> list[MailboxInfo]:
+def _counted(client: Session) -> list[MailboxInfo]:
     return with_counts(client, list_mailboxes(client))
 
 

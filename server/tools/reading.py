@@ -20,7 +20,6 @@ from typing import Annotated, Any, TypeVar
 from urllib.parse import quote
 
 import anyio.to_thread
-from imapclient import IMAPClient
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import BlobResourceContents, CallToolResult, EmbeddedResource, TextContent
 from pydantic import Field
@@ -28,6 +27,7 @@ from pydantic import Field
 from ..imap.lookup import MessageSelection, resolve_one
 from ..imap.message_ids import MessageRef
 from ..imap.pool import Examined, ImapPool, InMailbox, NoSuchMailbox
+from ..imap.session import Session
 from ..logs import get_logger
 from ..reading.attachments import (
     INLINE_LIMIT_BYTES,
@@ -83,7 +83,7 @@ def _renamed(**wire_to_python: str) -> Callable[[Callable[..., Awaitable[T]]], C
 async def read(
     pool: ImapPool,
     mailbox: str,
-    operation: Callable[[IMAPClient, Examined], T],
+    operation: Callable[[Session, Examined], T],
     retry: bool = True,
     mailbox_gone: str | None = None,
 ) -> T:
@@ -101,7 +101,7 @@ async def read(
 
 
 async def read_message_of(
-    pool: ImapPool, target: MessageSelection, operation: Callable[[IMAPClient, Examined], T], retry: bool = True
+    pool: ImapPool, target: MessageSelection, operation: Callable[[Session, Examined], T], retry: bool = True
 ) -> T:
     """`read` of the target's mailbox; when an id's mailbox cannot be opened, say that it is gone.
 
@@ -187,7 +187,7 @@ def _resource_uri(host: str, ref: MessageRef, part_id: str) -> str:
 
 
 def _download(
-    client: IMAPClient,
+    client: Session,
     examined: Examined,
     target: MessageSelection,
     part_ids: list[str] | None,
@@ -220,7 +220,7 @@ def _download(
 
 
 def _inline(
-    client: IMAPClient,
+    client: Session,
     examined: Examined,
     target: MessageSelection,
     part_ids: list[str] | None,

@@ -34,10 +34,9 @@ from email.policy import default as default_policy
 from itertools import islice
 from typing import Any
 
-from imapclient import IMAPClient
-
 from ..imap.fetch import UNREADABLE, FetchData, fetch
 from ..imap.message_ids import MessageRef
+from ..imap.session import Session
 from ..logs import get_logger
 from ..outgoing.compose import CONTROL_CHARACTERS, HEADER_PARSE_ERRORS
 from ..reading.reader import header_text, parse_headers
@@ -64,7 +63,7 @@ _DOMAIN = re.compile(r"[^\s<>()\[\]\\,;:@\"]+|\[[A-Za-z0-9:.]+\]")
 _ENCODED_WORD = re.compile(r"=\?[^?\s]*\?[^?\s]*\?[^?\s]*\?=")
 
 
-def describe(client: IMAPClient, account: str, refs: Sequence[MessageRef]) -> list[dict[str, Any]]:
+def describe(client: Session, account: str, refs: Sequence[MessageRef]) -> list[dict[str, Any]]:
     """The event data of each message of `refs` (all in the selected mailbox), in their order; never the body."""
     fetched = fetch(client, [ref.uid for ref in refs], EVENT_ITEMS)
     described = []

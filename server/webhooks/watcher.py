@@ -14,11 +14,10 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from imapclient import IMAPClient
-
 from ..config import ImapSettings
 from ..imap.connection import connect
 from ..imap.message_ids import MessageRef
+from ..imap.session import Session
 from ..logs import get_logger
 from ..store.database import Store, Tx
 from .outbox import enqueue
@@ -80,7 +79,7 @@ class InboxWatcher:
         self.stop.wait(wait)
         return min(wait * 2, MAX_RECONNECT_WAIT)
 
-    def _watch(self, client: IMAPClient) -> None:
+    def _watch(self, client: Session) -> None:
         selected = client.select_folder(MAILBOX, readonly=True)
         uidvalidity = int(selected[b"UIDVALIDITY"])
         idle = b"IDLE" in client.capabilities()
@@ -96,7 +95,7 @@ class InboxWatcher:
                 self.stop.wait(IDLE_SLICE)
                 client.noop()
 
-    def catch_up(self, client: IMAPClient, uidvalidity: int) -> int:
+    def catch_up(self, client: Session, uidvalidity: int) -> int:
         """Turn messages past the stored mark into events; how many were added."""
         with self.store.transaction() as tx:
             if load_row(tx, self.account) is None:
@@ -137,7 +136,7 @@ class InboxWatcher:
         )
         return moved == 1
 
-    def _start_mark(self, client: IMAPClient, uidvalidity: int, old: tuple[Any, ...] | None) -> None:
+    def _start_mark(self, client: Session, uidvalidity: int, old: tuple[Any, ...] | None) -> None:
         """Start at the mailbox's current end (first run, or a new mailbox generation)."""
         uids = client.search(["ALL"])
         end = max(uids) if uids else 0
@@ -163,12 +162,12 @@ class InboxWatcher:
                 )
         get_logger().info("watch: %s INBOX watched from uid %d (UIDVALIDITY %d)", self.account, end, uidvalidity)
 
-    def _payloads(self, client: IMAPClient, uidvalidity: int, uids: Sequence[int]) -> list[dict[str, Any]]:
+    def _payloads(self, client: Session, uidvalidity: int, uids: Sequence[int]) -> list[dict[str, Any]]:
         """Each message's event data, bounded whatever the message holds (`payloads`); never the body."""
         return describe(client, self.account, [MessageRef(MAILBOX, uidvalidity, uid) for uid in uids])
 
 
-def _close(client: IMAPClient) -> None:
+def _close(client: Session) -> None:
     try:
         client.logout()
     except Exception:
