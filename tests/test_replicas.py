@@ -173,25 +173,29 @@ async def test_a_restarted_process_honours_the_answer(account: Account) -> None:
 
 
 async def test_an_approval_obtained_with_one_token_does_not_run_for_another(account: Account) -> None:
+    """The HTTP principal (a digest of the bearer token) is bound into every seal: each step is checked as it
+    happens, on a message of its own, so a broken binding fails an assertion here, not a later call."""
     token_a, token_b = "caller-a-" + "1" * 24, "caller-b-" + "2" * 24
     env = account.env(IMAP_MCP_SEAL_KEYS=SHARED_KEYS, IMAP_MCP_AUTH_TOKENS=f"{token_a},{token_b}")
-    ref = inbox_ref(account)
+    by_dialog, by_token = inbox_ref(account, 0), inbox_ref(account, 1)
     with http_server(env) as url:
         async with authorized_client(url, token_a, dialog=True) as as_a:
-            question = await ask(as_a, ref)
+            question = await ask(as_a, by_dialog)
+        assert isinstance(question, InputRequiredResult)
         async with authorized_client(url, token_b, dialog=True) as as_b:
-            retry = await approve(as_b, ref, question)  # type: ignore[arg-type]
+            retry = await approve(as_b, by_dialog, question)
+        assert isinstance(retry, InputRequiredResult), retry  # a fresh question for B; nothing ran
+        assert by_dialog.uid in inbox_uids(account)
         # the token path too: A's confirm_token does not run for B
         async with authorized_client(url, token_a, dialog=False) as as_a:
-            issued = await ask(as_a, ref)
+            issued = await ask(as_a, by_token)
+        assert isinstance(issued, CallToolResult) and issued.structured_content is not None, issued
         async with authorized_client(url, token_b, dialog=False) as as_b:
-            refused = await ask(as_b, ref, confirm_token=issued.structured_content["confirm_token"])  # type: ignore[union-attr]
-    assert isinstance(question, InputRequiredResult)
-    assert isinstance(retry, InputRequiredResult)  # a fresh question for B; nothing ran
+            refused = await ask(as_b, by_token, confirm_token=issued.structured_content["confirm_token"])
     assert isinstance(refused, CallToolResult) and refused.is_error
     said = refused.content[0].text  # type: ignore[union-attr]
     assert "does not fit" in said and "Call delete_messages again without confirm_token to get a new one" in said
-    assert ref.uid in inbox_uids(account)
+    assert by_token.uid in inbox_uids(account)
 
 
 @contextlib.asynccontextmanager
