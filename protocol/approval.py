@@ -44,7 +44,7 @@ from mcp.types import (
 )
 from pydantic import BaseModel
 
-from imap_mcp.sealing import Claim, KeyRing, Sealer, SealError, Target, fingerprint, question_digest
+from imap_mcp.sealing import Claim, KeyRing, Opened, Sealer, SealError, Target, fingerprint, question_digest
 
 from . import texts
 from .eras import Channel, channel_for
@@ -172,15 +172,22 @@ class Guard:
         """What this call's answer (its request state, else its `confirm_token`) was sealed with as `pinned`,
         when the seal opens for this principal; "" otherwise. It approves nothing (only `approve` does): it
         tells the tool what its arguments resolved to when the question was asked."""
+        opened = self.opened(ctx, confirm_token)
+        return opened.claim.pinned if opened is not None else ""
+
+    def opened(self, ctx: Context, confirm_token: str | None) -> Opened | None:
+        """The seal this call carries (its request state, else its `confirm_token`), opened for this principal
+        whatever its target; None when it carries none that opens. It approves nothing: it names the question a
+        replay answers, whose approval (if one was given) a ledger may have recorded under `identity`."""
         principal = self._principal_of(ctx)
         for sealer, text in ((self._states, ctx.request_state), (self._tokens, confirm_token)):
             if text is None:
                 continue
             try:
-                return sealer.open(text, principal).claim.pinned
+                return sealer.open(text, principal)
             except SealError:
                 continue
-        return ""
+        return None
 
     def _principal_of(self, ctx: Context) -> str | None:
         return self.principal(ctx.request_context)

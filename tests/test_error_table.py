@@ -42,6 +42,7 @@ CALLS: dict[str, dict[str, Any]] = {
     "save_draft": {"to": ["alice@example.org"], "subject": "Plans", "body": "Draft.\n"},
     "send_message": {"to": ["alice@example.org"], "subject": "Plans", "body": "Hello.\n"},
     "reply_to_message": {"id": ID, "body": "Thanks.\n"},
+    "send_draft": {"id": encode_id(MessageRef("Drafts", 7, 42))},
     "get_webhook_status": {},
     "set_webhook_enabled": {"enabled": False},
     "set_webhook_outbox_limits": {"max_events": 10},

@@ -40,6 +40,7 @@ from imap_mcp.sealing import Scope, Target
 
 from ..errors import MailboxError
 from ..imap.answers import server_text
+from ..imap.by_message_id import message_ids_of
 from ..imap.existence import existing_uids
 from ..imap.fetch import add_flags_reporting, take_response_codes
 from ..imap.lookup import MessageSelection, check_selection
@@ -49,7 +50,7 @@ from ..imap.pool import NoSuchMailbox
 from ..imap.session import Session
 from ..imap.uid_sets import compress, expand
 from ..imap.uidvalidity import settle
-from .copies import already_copied, held_in, message_ids_of
+from .copies import already_copied, held_in
 
 MessageOperation = Literal["trash", "delete_permanently", "move", "copy"]
 DELETED = b"\\Deleted"

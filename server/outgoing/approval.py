@@ -19,9 +19,11 @@ from imap_mcp.sealing import Scope, Target
 
 from ..imap.message_ids import MessageRef
 from .compose import Draft, describe_for_approval
+from .drafts import DraftToSend
 
 SEND_OPERATION = "send"
 REPLY_OPERATION = "reply"
+DRAFT_OPERATION = "send_draft"
 NOT_SHOWN_NOTE = (
     "Recipients, subject and body come from the caller (the AI assistant's request); display names are not shown, "
     "and the body is not shown here: ask the assistant to show it to you before approving."
@@ -87,4 +89,49 @@ def send_request(tool: str, account: str, draft: Draft, original: MessageRef | N
     )
     return ApprovalRequest(
         tool=tool, target=send_target(account, draft, original), question=question, summary=summary_of(draft, original)
+    )
+
+
+DRAFT_NOT_SHOWN_NOTE = (
+    "The draft was saved in the mailbox, where anyone who can write there (a mail client, a person, the assistant) "
+    "may have written it. Display names are not shown, and its text is not shown here: open the draft to read it "
+    "before approving."
+)
+
+
+def draft_target(account: str, draft: DraftToSend) -> Target:
+    """The exact target of sending a saved draft: the draft (its mailbox at its UIDVALIDITY, its UID) and, as
+    content, its recipients and subject as read and a digest of every byte of it; an edited draft is another."""
+    content = {**draft.recipients.bound(), "subject": draft.subject, "draft": draft.digest}
+    canonical = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return Target(
+        operation=DRAFT_OPERATION,
+        account=account,
+        scopes=(Scope("draft", draft.ref.mailbox, (draft.ref.uidvalidity,)),),
+        items=(draft.ref.uid,),
+        content="sha256:" + hashlib.sha256(canonical.encode()).hexdigest(),
+    )
+
+
+def send_draft_request(tool: str, account: str, draft: DraftToSend, sender: str) -> ApprovalRequest:
+    """The approval request for sending a saved draft: a dialog always."""
+    count = len(draft.recipients.everyone)
+    lines = [
+        f"Send the draft UID {draft.ref.uid} in {shown(draft.ref.mailbox)} from {word(sender)} to {count} "
+        f"recipient{'s' if count != 1 else ''}?"
+    ]
+    for name, group in draft.recipients.lists():
+        if group:
+            lines.append(f"{name.capitalize()}: {', '.join(word(a.addr_spec) for a in group)}")
+    lines += [
+        f"Subject, as the draft says: {shown(draft.subject)}",
+        f"Body: {draft.text_chars} characters; {draft.attachments} attachment(s).",
+        f"Account: {word(account)}",
+        DRAFT_NOT_SHOWN_NOTE,
+    ]
+    summary = f"send the draft UID {draft.ref.uid} in {shown(draft.ref.mailbox)}, to {count} recipient" + (
+        "s" if count != 1 else ""
+    )
+    return ApprovalRequest(
+        tool=tool, target=draft_target(account, draft), question="\n".join(lines), summary=summary, pinned=draft.ref.id
     )

@@ -193,25 +193,17 @@ def message_id_for(approval: bytes, sender: Address) -> str:
 def build_message(draft: Draft, message_id: str, when: dt.datetime) -> EmailMessage:
     """The message itself. Bcc is kept as a header for the Sent copy; SMTP sending leaves it out.
 
-    Raises `OutgoingError` if the email package refuses a header; `check_buildable` finds that out
+    Raises `OutgoingError` if the email package refuses a header; `send_once.Outgoing.check` finds that out
     before a person is asked.
     """
     try:
         return _assemble(draft, message_id, when)
     except HEADER_PARSE_ERRORS as exc:
-        raise _unbuildable(exc) from None
+        raise unbuildable(exc) from None
 
 
-def check_buildable(draft: Draft) -> None:
-    """Build and serialise `draft` once, so that whatever the email package refuses is refused before anyone is
-    asked rather than after the approval (the Message-ID and Date of the real message cannot fail)."""
-    try:
-        wire_bytes(_assemble(draft, "<check.imap-mcp@imap-mcp.invalid>", dt.datetime.now(dt.UTC)))
-    except HEADER_PARSE_ERRORS as exc:
-        raise _unbuildable(exc) from None
-
-
-def _unbuildable(exc: Exception) -> OutgoingError:
+def unbuildable(exc: Exception) -> OutgoingError:
+    """What the email package's refusal to write a message says to the model."""
     return OutgoingError(
         f"The message cannot be written as mail ({exc}). Give the subject and the addresses as plain single-line "
         "text, and check them and the body for characters mail cannot carry."

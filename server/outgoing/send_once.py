@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import datetime as dt
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from email.headerregistry import Address
 from email.message import EmailMessage
 from typing import Literal
 
@@ -35,7 +37,16 @@ from ..imap.message_ids import MessageRef
 from ..imap.pool import ImapPool
 from ..logs import get_logger
 from ..store.ledger import Begun, Entry, Ledger, approval_key, ledger_at, running_lifetime
-from .compose import Draft, build_message, check_buildable, message_id_for, wire_bytes
+from .compose import (
+    HEADER_PARSE_ERRORS,
+    Draft,
+    Recipients,
+    build_message,
+    message_id_for,
+    unbuildable,
+    wire_bytes,
+)
+from .drafts import remove_draft
 from .sent_mailbox import SEEN, file_sent_copy, mark_answered, sent_mailbox
 from .smtp import SendFailed, SendOutcomeUnknown, send
 
@@ -70,6 +81,9 @@ class SendResult(BaseModel):
     answered: bool | None = Field(
         default=None, description="For a reply: whether the server kept the original marked answered."
     )
+    draft_removed: bool | None = Field(
+        default=None, description="For a draft sent: whether it left the Drafts mailbox."
+    )
     problems: list[str] = Field(
         default_factory=list,
         description="Follow-up steps that failed without changing the status: filing the Sent copy, marking the "
@@ -91,6 +105,27 @@ class Approved:
     tool: str
     evidence: bytes
     approved_by: Approver
+
+
+@dataclass(frozen=True)
+class Outgoing:
+    """A message ready to go but for what each approval gives it: `build(message_id, when)` writes it whole. Built
+    before anyone is asked, so what cannot be written as mail is refused then (`check`)."""
+
+    sender: Address
+    recipients: Recipients
+    build: Callable[[str, dt.datetime], EmailMessage]
+
+    @classmethod
+    def of(cls, draft: Draft) -> Outgoing:
+        return cls(draft.sender, draft.recipients, lambda message_id, when: build_message(draft, message_id, when))
+
+    def check(self) -> None:
+        """Build and serialise it once with a throwaway Message-ID: `OutgoingError` for what mail cannot carry."""
+        try:
+            wire_bytes(self.build("<check.imap-mcp@imap-mcp.invalid>", dt.datetime.now(dt.UTC)))
+        except HEADER_PARSE_ERRORS as exc:
+            raise unbuildable(exc) from None
 
 
 @dataclass(frozen=True)
@@ -121,30 +156,36 @@ class Sender:
     def account(self) -> str:
         return self.pool.settings.account
 
-    async def before_asking(self, draft: Draft, save_to_sent: bool) -> str | None:
+    async def before_asking(self, outgoing: Outgoing, save_to_sent: bool) -> str | None:
         """Everything that can refuse a send before a person is asked: the Sent mailbox (when a copy is wanted;
-        its name is returned), the ledger's store, and whether the draft can be written as mail."""
+        its name is returned), the ledger's store, and whether the message can be written as mail."""
         sent_box = await self.pool.run(sent_mailbox) if save_to_sent else None
         await anyio.to_thread.run_sync(self._ledger)
-        await anyio.to_thread.run_sync(check_buildable, draft)  # in a thread: linear in the body
+        await anyio.to_thread.run_sync(outgoing.check)  # in a thread: linear in the body
         return sent_box
 
     def _ledger(self) -> Ledger:
         return ledger_at(self.store_url)
 
     async def send(
-        self, draft: Draft, original: MessageRef | None, sent_box: str | None, approved: Approved
+        self,
+        outgoing: Outgoing,
+        sent_box: str | None,
+        approved: Approved,
+        original: MessageRef | None = None,
+        draft: MessageRef | None = None,
     ) -> SendResult:
-        """Send `draft` once for this approval, however often and wherever the approval is replayed."""
-        message_id = message_id_for(approved.evidence, draft.sender)
+        """Send `outgoing` once for this approval, however often and wherever the approval is replayed; then file
+        its copy in `sent_box`, mark `original` answered (a reply), and take `draft` out of Drafts (a draft sent)."""
+        message_id = message_id_for(approved.evidence, outgoing.sender)
         key = approval_key(self.account, approved.tool, approved.evidence.hex())
         ledger = await anyio.to_thread.run_sync(self._ledger)
         begun = await anyio.to_thread.run_sync(ledger.begin, key, self.account, approved.tool, self.running_lifetime)
         if not begun.owned:
-            return self._held_back(begun, message_id, len(draft.recipients.everyone))
+            return self._held_back(begun, message_id, len(outgoing.recipients.everyone))
         holder = begun.holder
         assert holder is not None
-        attempt = await anyio.to_thread.run_sync(_attempt, draft, message_id, sent_box)
+        attempt = await anyio.to_thread.run_sync(_attempt, outgoing, message_id, sent_box)
         try:
             handing_over = await anyio.to_thread.run_sync(ledger.advance, key, holder, "handing_over")
         except ImapMcpError:
@@ -157,6 +198,8 @@ class Sender:
             await self._file_copy(attempt, attempt.sent_box, result)
         if original is not None and result.status == "sent":
             result.answered = await self._mark_answered(original, result)
+        if draft is not None and result.status in ("sent", "unconfirmed"):
+            result.draft_removed = await self._remove_draft(draft, result)
         get_logger().info(
             "sent: %s message_id=%s status=%s recipients=%d refused=%d approved_by=%s",
             approved.tool,
@@ -219,7 +262,16 @@ class Sender:
         except ImapMcpError as exc:
             get_logger().warning("approval ledger: releasing an unsent approval failed (%s)", exc)
 
-    def _held_back(self, begun: Begun, message_id: str, recipients: int) -> SendResult:
+    async def recorded(self, tool: str, evidence: bytes) -> SendResult | None:
+        """What the ledger says of an approval whose message can no longer be rebuilt (a draft sent, so gone from
+        Drafts): held back as any replay is, or None when the ledger has no row for it."""
+        key = approval_key(self.account, tool, evidence.hex())
+        entry = await anyio.to_thread.run_sync(lambda: self._ledger().entry(key))
+        if entry is None:
+            return None
+        return self._held_back(Begun(None, entry), None, 0)
+
+    def _held_back(self, begun: Begun, message_id: str | None, recipients: int) -> SendResult:
         """Another attempt of this approval sent the message, or is sending it: this one sends nothing."""
         entry = begun.entry
         assert entry is not None
@@ -252,6 +304,20 @@ class Sender:
         elif not filed.kept(SEEN):
             result.problems.append(f"The copy in {sent_box!r} was filed, but the server did not keep it marked read.")
 
+    async def _remove_draft(self, draft: MessageRef, result: SendResult) -> bool:
+        """The sent draft leaves Drafts; where it cannot (no UIDPLUS, or a failure) the result says so."""
+        try:
+            removed = await self.pool.run(lambda c: remove_draft(c, draft))
+        except ImapMcpError as exc:
+            result.problems.append(f"The draft was sent, but removing it from {draft.mailbox!r} failed: {exc}")
+            return False
+        if not removed:
+            result.problems.append(
+                f"The draft was sent and stays in {draft.mailbox!r}: the server cannot remove exactly one message "
+                "(it lacks UIDPLUS); delete it there."
+            )
+        return removed
+
     async def _mark_answered(self, original: MessageRef, result: SendResult) -> bool:
         try:
             kept = await self.pool.run(lambda c: mark_answered(c, original))
@@ -272,15 +338,15 @@ def _earlier_problem(entry: Entry, stopped_after: float) -> list[str]:
     return []
 
 
-def _attempt(draft: Draft, message_id: str, sent_box: str | None) -> _Attempt:
+def _attempt(outgoing: Outgoing, message_id: str, sent_box: str | None) -> _Attempt:
     when = dt.datetime.now(dt.UTC)
-    message = build_message(draft, message_id, when)
+    message = outgoing.build(message_id, when)
     return _Attempt(
         message_id=message_id,
         message=message,
         wire=wire_bytes(message),
         when=when,
-        envelope=[a.addr_spec for a in draft.recipients.everyone],
+        envelope=[a.addr_spec for a in outgoing.recipients.everyone],
         sent_box=sent_box,
     )
 

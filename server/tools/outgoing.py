@@ -11,19 +11,21 @@ sends nothing and asks no one.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from email.headerregistry import Address
 from typing import Annotated
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, InputRequiredResult
 from pydantic import BaseModel, Field
 
-from imap_mcp.protocol import Guard
+from imap_mcp.protocol import ApprovalRequest, Guard
 
 from ..config import SmtpSettings
+from ..errors import ArgumentError
 from ..imap.lookup import current_ref, resolve_one
 from ..imap.message_ids import MessageRef, encode_id
 from ..imap.pool import ImapPool
-from ..outgoing.approval import send_request
+from ..outgoing.approval import send_draft_request, send_request
 from ..outgoing.compose import (
     MAX_RECIPIENTS,
     MAX_SUBJECT_LENGTH,
@@ -33,9 +35,17 @@ from ..outgoing.compose import (
     parse_address,
     parse_recipients,
 )
-from ..outgoing.drafts import append_draft, draft_message
+from ..outgoing.drafts import (
+    DraftGone,
+    append_draft,
+    draft_message,
+    new_recipients,
+    original_in_inbox,
+    outgoing_copy,
+    read_draft,
+)
 from ..outgoing.reply import reply_draft
-from ..outgoing.send_once import Approved, Sender, SendResult, describe
+from ..outgoing.send_once import Approved, Outgoing, Sender, SendResult, describe
 from ..outgoing.sent_mailbox import fetch_original
 from .arguments import ConfirmToken, DeprecatedMailbox, DeprecatedUid
 from .registry import offer
@@ -62,25 +72,26 @@ async def _send(
     sender: Sender,
     guard: Guard,
     ctx: Context,
-    tool: str,
-    draft: Draft,
-    original: MessageRef | None,
+    request: ApprovalRequest,
+    outgoing: Outgoing,
     save_to_sent: bool,
     confirm_token: str | None,
+    original: MessageRef | None = None,
+    draft: MessageRef | None = None,
 ) -> CallToolResult | InputRequiredResult:
-    """Check, ask, and send once: the common path of both tools."""
-    sent_box = await sender.before_asking(draft, save_to_sent)
-    request = send_request(tool, sender.account, draft, original)
+    """Check, ask, and send once: the common path of every sending tool."""
+    sent_box = await sender.before_asking(outgoing, save_to_sent)
     decision = await guard.approve(ctx, request, confirm_token)
     channel = decision.channel
     if channel is None:
-        count = len(draft.recipients.everyone)
+        count = len(outgoing.recipients.everyone)
         return decision.reply(
             lambda token: SendResult(
                 status="confirmation_required", message_id=None, recipients=count, confirm_token=token
             )
         )
-    result = await sender.send(draft, original, sent_box, Approved(tool, decision.evidence(), channel.value))
+    approved = Approved(request.tool, decision.evidence(), channel.value)
+    result = await sender.send(outgoing, sent_box, approved, original, draft)
     return text_result(describe(request.summary, result), result)
 
 
@@ -94,19 +105,49 @@ class DraftSaved(BaseModel):
     )
 
 
-def register_save_draft(mcp: MCPServer, pool: ImapPool) -> None:
+def register_save_draft(
+    mcp: MCPServer, pool: ImapPool, from_address: Address | None, own_addresses: frozenset[str]
+) -> None:
     @offer(
         mcp,
         "save_draft",
-        description="Save a new draft message in the Drafts mailbox (flagged \\Draft). Nothing is sent.",
+        description=(
+            "Save a new draft message in the Drafts mailbox (flagged \\Draft) for a person to check, change and "
+            "send (send_draft sends it after a person approves). With in_reply_to (an id), the draft answers that "
+            "message as reply_to_message would: its recipients (reply_all: also To and Cc), 'Re:' subject and "
+            "threading headers are computed; leave to, cc and subject out then. Nothing is sent."
+        ),
     )
     async def save_draft(
-        to: Annotated[list[str], Field(max_length=100, description="Recipient addresses.")],
-        subject: Annotated[str, Field(max_length=998, description="One line.")],
         body: Annotated[str, Field(max_length=1_000_000, description="Plain text.")],
+        to: Annotated[list[str], Field(max_length=100, description="Recipient addresses.")] = [],  # noqa: B006
+        subject: Annotated[str, Field(max_length=998, description="One line.")] = "",
         cc: Annotated[list[str], Field(max_length=100, description="Copy addresses.")] = [],  # noqa: B006
+        in_reply_to: Annotated[
+            str | None, Field(description="The id (imap.…) of a message this draft answers.")
+        ] = None,
+        reply_all: Annotated[bool, Field(description="With in_reply_to: also to the original's To and Cc.")] = False,
     ) -> DraftSaved:
-        message = draft_message(pool.settings.username, to, cc, subject, body)
+        if in_reply_to is None:
+            message = draft_message(from_address, new_recipients(to, cc), subject, body)
+        else:
+            if to or cc or subject:
+                raise ArgumentError(
+                    "With in_reply_to the draft's recipients and subject are those of a reply to that message: "
+                    "leave to, cc and subject out (change them in the draft later if needed)."
+                )
+            if from_address is None:
+                raise ArgumentError(
+                    "A reply draft needs this account's address, which is not known: set SMTP_FROM (or use a login "
+                    "name that is an address)."
+                )
+            target = resolve_one(in_reply_to, None, None)
+            ref = await pool.run(lambda c: current_ref(c, target))
+            original = await pool.run(lambda c: fetch_original(c, ref))
+            reply = reply_draft(original, from_address, own_addresses, body, reply_all)
+            message = draft_message(
+                from_address, reply.recipients, reply.subject, reply.body, reply.in_reply_to, reply.references
+            )
         saved = await pool.run(lambda c: append_draft(c, message), retry=False)
         uid_part = (saved.uid,) if saved.uid else ()
         log_change("save_draft", saved.mailbox, uid_part)
@@ -120,14 +161,19 @@ def register_save_draft(mcp: MCPServer, pool: ImapPool) -> None:
 
 def register(mcp: MCPServer, pool: ImapPool, guard: Guard, smtp: SmtpSettings | None, store_url: str) -> None:
     """Offer `save_draft`, and the sending tools when SMTP is configured (`SMTP_HOST`)."""
-    register_save_draft(mcp, pool)
+    username = pool.settings.username
+    known = smtp.sender if smtp is not None else username if "@" in username else None
+    drafts_from = parse_address(known, "From") if known is not None else None
+    own_addresses = frozenset(
+        a.lower()
+        for a in (drafts_from.addr_spec if drafts_from else "", username, smtp.username if smtp else "")
+        if "@" in a
+    )
+    register_save_draft(mcp, pool, drafts_from, own_addresses)
     if smtp is None:
         return
     sender = Sender(pool, smtp, store_url)
     from_address = parse_address(smtp.sender, "From")
-    own_addresses = frozenset(
-        a.lower() for a in (from_address.addr_spec, pool.settings.username, smtp.username) if "@" in a
-    )
 
     @offer(
         mcp,
@@ -156,7 +202,8 @@ def register(mcp: MCPServer, pool: ImapPool, guard: Guard, smtp: SmtpSettings | 
             subject=check_subject(subject),
             body=check_body(body),
         )
-        return await _send(sender, guard, ctx, SEND_TOOL, draft, None, save_to_sent, confirm_token)
+        request = send_request(SEND_TOOL, sender.account, draft)
+        return await _send(sender, guard, ctx, request, Outgoing.of(draft), save_to_sent, confirm_token)
 
     @offer(
         mcp,
@@ -185,4 +232,50 @@ def register(mcp: MCPServer, pool: ImapPool, guard: Guard, smtp: SmtpSettings | 
         ref = await pool.run(lambda c: current_ref(c, target))
         original = await pool.run(lambda c: fetch_original(c, ref))
         draft = reply_draft(original, from_address, own_addresses, body, reply_all)
-        return await _send(sender, guard, ctx, REPLY_TOOL, draft, ref, save_to_sent, confirm_token)
+        request = send_request(REPLY_TOOL, sender.account, draft, ref)
+        return await _send(sender, guard, ctx, request, Outgoing.of(draft), save_to_sent, confirm_token, original=ref)
+
+    @offer(
+        mcp,
+        "send_draft",
+        guard=guard,
+        description=(
+            "Send a draft saved in the Drafts mailbox, by its id (search_messages in Drafts lists them, is_draft "
+            "true), as it is saved: its recipients, subject, text and attachments. A person is always asked to "
+            "approve it first, as for send_message; a draft edited since (a new id) is asked about again. Once sent "
+            "it leaves Drafts, a copy is filed in Sent, and the original of a reply (in INBOX) is marked answered. "
+            "Repeating an approved call sends nothing more."
+        ),
+    )
+    async def send_draft(
+        id: Annotated[str, Field(description="The draft's id (imap.…), as save_draft or search_messages gave it.")],
+        ctx: Context,
+        save_to_sent: SaveToSent = True,
+        confirm_token: ConfirmToken = None,
+    ) -> Annotated[CallToolResult, SendResult] | InputRequiredResult:
+        target = resolve_one(id, None, None)
+        ref = await pool.run(lambda c: current_ref(c, target))
+        try:
+            saved = await pool.run(lambda c: read_draft(c, ref, from_address))
+        except DraftGone:
+            # gone after an earlier answer to this very question sent it? the ledger knows; else it is a refusal
+            opened = guard.opened(ctx, confirm_token)
+            earlier = None
+            if opened is not None and opened.claim.pinned == ref.id:
+                earlier = await sender.recorded("send_draft", opened.identity.encode())
+            if earlier is None:
+                raise
+            return text_result(describe(f"send the draft {ref.id}", earlier), earlier)
+        original = None
+        if saved.in_reply_to is not None:
+            in_reply_to = saved.in_reply_to
+            original = await pool.run(lambda c: original_in_inbox(c, in_reply_to))
+        outgoing = Outgoing(
+            from_address,
+            saved.recipients,
+            lambda message_id, when: outgoing_copy(saved, from_address, message_id, when),
+        )
+        request = send_draft_request("send_draft", sender.account, saved, from_address.addr_spec)
+        return await _send(
+            sender, guard, ctx, request, outgoing, save_to_sent, confirm_token, original=original, draft=ref
+        )

@@ -16,7 +16,6 @@ from imap_mcp.server.outgoing.compose import (
     HeaderInjection,
     OutgoingError,
     build_message,
-    check_buildable,
     check_subject,
     describe_for_approval,
     message_id_for,
@@ -24,6 +23,7 @@ from imap_mcp.server.outgoing.compose import (
     parse_recipients,
     wire_bytes,
 )
+from imap_mcp.server.outgoing.send_once import Outgoing
 
 SENDER = Address("Demo", addr_spec="demo@example.org")
 WHEN = dt.datetime(2026, 11, 2, 10, 30, tzinfo=dt.UTC)
@@ -111,12 +111,12 @@ def test_a_unicode_line_separator_or_c1_control_is_refused_before_a_message_is_b
 
 def test_a_message_the_email_package_cannot_write_is_refused_as_outgoing_error() -> None:
     with pytest.raises(OutgoingError, match="cannot be written as mail"):
-        check_buildable(_draft(subject="Hi\u2028there"))
+        Outgoing.of(_draft(subject="Hi\u2028there")).check()
     with pytest.raises(OutgoingError, match="cannot be written as mail"):
-        check_buildable(_draft(body="lone surrogate \ud800"))
+        Outgoing.of(_draft(body="lone surrogate \ud800")).check()
     with pytest.raises(OutgoingError, match="cannot be written as mail"):
         build_message(_draft(subject="Hi\u2028there"), "<abc.imap-mcp@example.org>", WHEN)
-    check_buildable(_draft())
+    Outgoing.of(_draft()).check()
 
 
 def test_a_subject_with_a_tab_and_any_script_is_kept_as_given() -> None:

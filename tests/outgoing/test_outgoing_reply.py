@@ -6,8 +6,9 @@ from email.headerregistry import Address
 
 import pytest
 
-from imap_mcp.server.outgoing.compose import OutgoingError, check_buildable, describe_for_approval
+from imap_mcp.server.outgoing.compose import OutgoingError, describe_for_approval
 from imap_mcp.server.outgoing.reply import parse_original, reply_draft, reply_recipients, reply_subject
+from imap_mcp.server.outgoing.send_once import Outgoing
 
 ME = Address("Demo", addr_spec="demo@example.org")
 OWN = frozenset({"demo@example.org", "demo-login@example.org"})
@@ -135,7 +136,7 @@ def test_unicode_line_separators_hidden_in_the_original_become_spaces() -> None:
     draft = reply_draft(original, ME, OWN, "ok", reply_all=False)
     assert draft.subject == "Re: Hi Bcc: eve@evil.example x y"
     assert [a.display_name for a in draft.recipients.to] == ["Bob Builder"]
-    check_buildable(draft)
+    Outgoing.of(draft).check()
 
 
 def test_the_question_for_a_reply_never_shows_the_originals_subject() -> None:
