@@ -208,12 +208,25 @@ def list_mailboxes(client: Session) -> list[MailboxInfo]:
         for _, delimiter, name, role in listed
     ]
     found.sort(key=lambda m: (m.role != "inbox", m.name))
+    _ROLES[client] = (time.monotonic(), {m.role: m.name for m in reversed(found) if m.selectable})
     return found
 
 
+#: how long a connection's last LIST answers which mailbox has a role: a guarded change asks for its Trash in the
+#: question and again in the answer (minutes apart at most), and a send for its Sent, each one LIST the less. A
+#: mailbox renamed since is refused by the next command on it (or is the one the person was asked about).
+ROLES_KEPT_SECONDS = 300.0
+_ROLES: weakref.WeakKeyDictionary[Session, tuple[float, dict[str, str]]] = weakref.WeakKeyDictionary()
+
+
 def mailbox_with_role(client: Session, role: Role) -> str | None:
-    """The selectable mailbox with `role` (see the module's doc for how roles are found), or None."""
-    return next((m.name for m in list_mailboxes(client) if m.role == role and m.selectable), None)
+    """The selectable mailbox with `role` (see the module's doc for how roles are found), or None; from this
+    connection's last LIST when it is recent (`ROLES_KEPT_SECONDS`)."""
+    kept = _ROLES.get(client)
+    if kept is None or time.monotonic() - kept[0] > ROLES_KEPT_SECONDS:
+        list_mailboxes(client)
+        kept = _ROLES[client]
+    return kept[1].get(role)
 
 
 def missing_role_advice(client: Session, role: Role) -> str:

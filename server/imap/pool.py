@@ -5,8 +5,9 @@ by anyone else, and no result depends on which connection it was. A connection i
 than `idle_seconds` is closed: by a small daemon thread (the reaper, started with the first idle
 connection, waking every `idle_seconds / 2`, gone once nothing is idle or `close_all` runs), and
 in any case before a connection would be handed out. One idle for more than `check_after`
-seconds gets a NOOP before it is handed out. An operation that fails because a reused connection had been dropped is
-run once more on a fresh one. A connection on which an operation failed with a command left
+seconds gets a NOOP before it is handed out to an operation that must not run twice. An operation
+that fails because a reused connection had been dropped is run once more on a fresh one. A
+connection on which an operation failed with a command left
 unfinished (a protocol error: the rest of the answer would be read as the answer to the next
 command) is closed instead of going back to the pool. An answer the code reading it cannot use (a
 NIL where a number is due, an item missing: `answers.ANSWER_ERRORS`) becomes an `UnexpectedAnswer`
@@ -175,7 +176,10 @@ class ImapPool:
         self._idle = [c for c in self._idle if now - c.since <= self._idle_seconds]
         return expired
 
-    def _take_idle(self) -> _Connection | None:
+    def _take_idle(self, check: bool) -> _Connection | None:
+        """An idle connection, if any; one idle for longer than `check_after` gets a NOOP first when `check` (an
+        operation that may not be run twice: one that may is simply run again on a fresh connection if this one
+        turns out dropped, so it saves the round trip)."""
         now = time.monotonic()
         with self._lock:
             expired = self._expired(now)
@@ -185,7 +189,7 @@ class ImapPool:
         if chosen is None:
             return None
         watch(chosen.client.socket())
-        if now - chosen.since > self._check_after and chosen.examined is None:
+        if check and now - chosen.since > self._check_after and chosen.examined is None:
             # an examined connection gets its NOOP from `_examined` anyway
             try:
                 chosen.client.noop()
@@ -271,7 +275,7 @@ class ImapPool:
 
     def _run_sync(self, operation: Operation[T], retry: bool) -> T:
         with self._slots, self._shared_slots, Deadline(self.settings.timeout) as deadline:
-            connection = self._take_idle()
+            connection = self._take_idle(check=not retry)
             reused = connection is not None
             try:
                 return self._attempt_on(connection or self._open_within(deadline), operation, deadline)
