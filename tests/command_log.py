@@ -19,6 +19,11 @@ algorithm on its side a delayed acknowledgement would hold the CRLF back some 40
         log.take()                      # forget the login
         ... one round ...
         assert names(log.take()) == ["EXAMINE", "UID SEARCH", "STATUS"]
+
+It can also spoil an answer: `spoil(n, "BAD")` makes the server's completion of the n-th command logged
+from then on read `BAD` (or `NO`, with control characters in its text), or cuts the connection there
+(`"cut"`), as a server outside the matrix might answer. The server did run the command; the client is
+told otherwise. The answer's lines are then read whole (literals passed through unread).
 """
 
 from __future__ import annotations
@@ -28,6 +33,11 @@ import re
 import socket
 import threading
 from dataclasses import dataclass
+from typing import Literal
+
+Spoil = Literal["BAD", "NO", "cut"]
+#: what a spoiled completion says after its tag (control characters included: they must not reach a caller raw)
+SPOILED = {"BAD": b"BAD [CLIENTBUG] \x1b[2Jnot expected\x07", "NO": b"NO [UNAVAILABLE] \x00not expected\x1b"}
 
 _LITERAL = re.compile(rb"\{(\d+)\+?\}\r\n$")
 _QUOTED = re.compile(rb'"(?:[^"\\]|\\.)*"')
@@ -104,12 +114,46 @@ class _ClientLines:
             self.continuing = found is not None
 
 
-def _pass_through(source: socket.socket, sink: socket.socket) -> None:
-    with contextlib.suppress(OSError):
-        while data := source.recv(65536):
-            sink.sendall(data)
-    with contextlib.suppress(OSError):
-        sink.shutdown(socket.SHUT_WR)
+class _ServerLines:
+    """What one connection's server answers: forwarded as it comes, but a completion `CommandLog.spoil` chose is
+    rewritten (or the connection cut there)."""
+
+    def __init__(self, log: CommandLog, source: socket.socket, sink: socket.socket) -> None:
+        self.log, self.source, self.sink = log, source, sink
+        self.buffer = b""
+        self.literal = 0
+
+    def pump(self) -> None:
+        with contextlib.suppress(OSError):
+            while data := self.source.recv(65536):
+                self.buffer += data
+                if not self._forward_lines():
+                    break
+        with contextlib.suppress(OSError):
+            self.sink.shutdown(socket.SHUT_WR)
+            self.source.shutdown(socket.SHUT_RDWR)
+
+    def _forward_lines(self) -> bool:
+        """Forward every whole line (and literal) of the buffer; False once the connection is to be cut."""
+        while self.buffer:
+            if self.literal:
+                chunk, self.buffer = self.buffer[: self.literal], self.buffer[self.literal :]
+                self.literal -= len(chunk)
+                self.sink.sendall(chunk)
+                continue
+            end = self.buffer.find(b"\r\n")
+            if end < 0:
+                return True
+            line, self.buffer = self.buffer[: end + 2], self.buffer[end + 2 :]
+            found = _LITERAL.search(line)
+            self.literal = int(found.group(1)) if found else 0
+            spoil = self.log._spoiled(line.split(b" ", 1)[0])
+            if spoil == "cut":
+                return False
+            if spoil is not None:
+                line = line.split(b" ", 1)[0] + b" " + SPOILED[spoil] + b"\r\n"
+            self.sink.sendall(line)
+        return True
 
 
 class CommandLog:
@@ -124,6 +168,9 @@ class CommandLog:
         self._commands: list[Command] = []
         self._sockets: list[socket.socket] = []
         self._stop = threading.Event()
+        self._spoil: tuple[int, Spoil] | None = None  #: (commands still to log before the one spoiled, how)
+        self._spoiled_tags: dict[bytes, Spoil] = {}
+        self.spoiled: list[Command] = []  #: the commands whose answers were spoiled
 
     def take(self) -> list[Command]:
         """The commands logged since the last `take` (or since the start), oldest first; the log starts afresh."""
@@ -131,10 +178,29 @@ class CommandLog:
             taken, self._commands = self._commands, []
         return taken
 
+    def spoil(self, nth: int, how: Spoil) -> None:
+        """Spoil the answer to the `nth` command (from 0) logged from now on, once."""
+        with self._lock:
+            self._spoil = (nth, how)
+
     def _add(self, command: Command | None) -> None:
-        if command is not None:
-            with self._lock:
-                self._commands.append(command)
+        if command is None:
+            return
+        with self._lock:
+            self._commands.append(command)
+            if self._spoil is None:
+                return
+            left, how = self._spoil
+            if left:
+                self._spoil = (left - 1, how)
+            else:
+                self._spoil = None
+                self._spoiled_tags[command.tag.encode("ascii", "replace")] = how
+                self.spoiled.append(command)
+
+    def _spoiled(self, tag: bytes) -> Spoil | None:
+        with self._lock:
+            return self._spoiled_tags.pop(tag, None)
 
     def __enter__(self) -> CommandLog:
         threading.Thread(target=self._accept, name="command-log", daemon=True).start()
@@ -163,6 +229,5 @@ class CommandLog:
                 self._sockets += [client, server]
             lines = _ClientLines(self, connection, client, server)
             threading.Thread(target=lines.pump, name="command-log-client", daemon=True).start()
-            threading.Thread(
-                target=_pass_through, args=(server, client), name="command-log-server", daemon=True
-            ).start()
+            answers = _ServerLines(self, server, client)
+            threading.Thread(target=answers.pump, name="command-log-server", daemon=True).start()
