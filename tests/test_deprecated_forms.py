@@ -40,6 +40,7 @@ async def test_set_message_flags_by_mailbox_and_uids(account: Account) -> None:
     assert b"\\Flagged" in flags(account, uid)
 
 
+@pytest.mark.servers("dovecot", "cyrus", "courier", reason="moves need MOVE or UIDPLUS (Mailutils: test_move_messages)")
 async def test_delete_and_move_by_mailbox_and_uids(account: Account, person: Person) -> None:
     lunch, deals = uid_of(account, "Team lunch on Friday?"), uid_of(account, "Your weekly deals")
     async with served(account, mode="2026-07-28", elicitation_callback=person) as client:
