@@ -31,15 +31,15 @@ from __future__ import annotations
 import contextlib
 import re
 import socket
-import threading
 from dataclasses import dataclass
 from typing import Literal
+
+from line_proxy import LITERAL, LineProxy, Lines, Pump
 
 Spoil = Literal["BAD", "NO", "cut"]
 #: what a spoiled completion says after its tag (control characters included: they must not reach a caller raw)
 SPOILED = {"BAD": b"BAD [CLIENTBUG] \x1b[2Jnot expected\x07", "NO": b"NO [UNAVAILABLE] \x00not expected\x1b"}
 
-_LITERAL = re.compile(rb"\{(\d+)\+?\}\r\n$")
 _QUOTED = re.compile(rb'"(?:[^"\\]|\\.)*"')
 #: a tag, then a command word; a line of another shape (an AUTHENTICATE response, IDLE's DONE) is no command
 _COMMAND = re.compile(rb"^([^\s(){%*\"\\]+) ([A-Za-z]+)(?: (.*))?$")
@@ -109,65 +109,20 @@ class _ClientLines:
             line, self.buffer = self.buffer[: end + 2], self.buffer[end + 2 :]
             if not self.continuing:
                 self.log._add(parse_command(self.connection, line[:-2]))
-            found = _LITERAL.search(line)
+            found = LITERAL.search(line)
             self.literal = int(found.group(1)) if found else 0
             self.continuing = found is not None
 
 
-class _ServerLines:
-    """What one connection's server answers: forwarded as it comes, but a completion `CommandLog.spoil` chose is
-    rewritten (or the connection cut there)."""
-
-    def __init__(self, log: CommandLog, source: socket.socket, sink: socket.socket) -> None:
-        self.log, self.source, self.sink = log, source, sink
-        self.buffer = b""
-        self.literal = 0
-
-    def pump(self) -> None:
-        with contextlib.suppress(OSError):
-            while data := self.source.recv(65536):
-                self.buffer += data
-                if not self._forward_lines():
-                    break
-        with contextlib.suppress(OSError):
-            self.sink.shutdown(socket.SHUT_WR)
-            self.source.shutdown(socket.SHUT_RDWR)
-
-    def _forward_lines(self) -> bool:
-        """Forward every whole line (and literal) of the buffer; False once the connection is to be cut."""
-        while self.buffer:
-            if self.literal:
-                chunk, self.buffer = self.buffer[: self.literal], self.buffer[self.literal :]
-                self.literal -= len(chunk)
-                self.sink.sendall(chunk)
-                continue
-            end = self.buffer.find(b"\r\n")
-            if end < 0:
-                return True
-            line, self.buffer = self.buffer[: end + 2], self.buffer[end + 2 :]
-            found = _LITERAL.search(line)
-            self.literal = int(found.group(1)) if found else 0
-            spoil = self.log._spoiled(line.split(b" ", 1)[0])
-            if spoil == "cut":
-                return False
-            if spoil is not None:
-                line = line.split(b" ", 1)[0] + b" " + SPOILED[spoil] + b"\r\n"
-            self.sink.sendall(line)
-        return True
-
-
-class CommandLog:
+class CommandLog(LineProxy):
     """A proxy on 127.0.0.1:`port` in front of the plain-text IMAP server at `upstream_port`, logging every
     client command (see the module)."""
 
+    name = "command-log"
+
     def __init__(self, upstream_port: int, upstream_host: str = "127.0.0.1") -> None:
-        self.upstream = (upstream_host, upstream_port)
-        self._listener = socket.create_server(("127.0.0.1", 0))
-        self.port: int = self._listener.getsockname()[1]
-        self._lock = threading.Lock()
+        super().__init__(upstream_port, upstream_host)
         self._commands: list[Command] = []
-        self._sockets: list[socket.socket] = []
-        self._stop = threading.Event()
         self._spoil: tuple[int, Spoil] | None = None  #: (commands still to log before the one spoiled, how)
         self._spoiled_tags: dict[bytes, Spoil] = {}
         self.spoiled: list[Command] = []  #: the commands whose answers were spoiled
@@ -198,36 +153,18 @@ class CommandLog:
                 self._spoiled_tags[command.tag.encode("ascii", "replace")] = how
                 self.spoiled.append(command)
 
-    def _spoiled(self, tag: bytes) -> Spoil | None:
+    def _answer(self, line: bytes) -> bytes | None:
+        """A server line as the client gets it: a completion `spoil` chose rewritten, or the connection cut."""
+        tag = line.split(b" ", 1)[0]
         with self._lock:
-            return self._spoiled_tags.pop(tag, None)
+            how = self._spoiled_tags.pop(tag, None)
+        if how is None:
+            return line
+        return None if how == "cut" else tag + b" " + SPOILED[how] + b"\r\n"
 
     def __enter__(self) -> CommandLog:
-        threading.Thread(target=self._accept, name="command-log", daemon=True).start()
+        super().__enter__()
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._listener.close()
-        for sock in self._sockets:
-            with contextlib.suppress(OSError):
-                sock.close()
-
-    def _accept(self) -> None:
-        self._listener.settimeout(0.1)
-        while not self._stop.is_set():
-            try:
-                client, _ = self._listener.accept()
-            except (TimeoutError, OSError):
-                continue
-            server = socket.create_connection(self.upstream, timeout=30)
-            for sock in (client, server):
-                sock.settimeout(None)
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            with self._lock:
-                connection = len(self._sockets) // 2
-                self._sockets += [client, server]
-            lines = _ClientLines(self, connection, client, server)
-            threading.Thread(target=lines.pump, name="command-log-client", daemon=True).start()
-            answers = _ServerLines(self, server, client)
-            threading.Thread(target=answers.pump, name="command-log-server", daemon=True).start()
+    def pumps(self, number: int, client: socket.socket, server: socket.socket) -> list[Pump]:
+        return [_ClientLines(self, number, client, server).pump, Lines(server, client, self._answer).pump]

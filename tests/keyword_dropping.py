@@ -10,7 +10,7 @@ Dovecot do it, on the wire:
   `claim_keywords`, and then it says it keeps them and still keeps none (what a read-back must catch).
 
 It reads both directions line by line and passes IMAP literals (`{n}` then n bytes) through
-untouched, so a message body that looks like a command is never rewritten.
+untouched (`line_proxy`), so a message body that looks like a command is never rewritten.
 
     with KeywordDroppingServer(dovecot.port) as server:
         ... point imap-mcp at 127.0.0.1:server.port with IMAP_TLS=none ...
@@ -18,13 +18,11 @@ untouched, so a message body that looks like a command is never rewritten.
 
 from __future__ import annotations
 
-import contextlib
 import re
 import socket
-import threading
-from collections.abc import Callable
 
-_LITERAL = re.compile(rb"\{(\d+)\+?\}\r\n$")
+from line_proxy import LineProxy, Lines, Pump
+
 _APPEND = re.compile(rb"^\S+ APPEND ", re.IGNORECASE)
 _STORE = re.compile(rb"^\S+ (?:UID )?STORE ", re.IGNORECASE)
 #: APPEND's flag list is its first parenthesised list; STORE's follows FLAGS (after UNCHANGEDSINCE, if any)
@@ -54,71 +52,19 @@ def _unchanged(line: bytes) -> bytes:
     return line
 
 
-class _Lines:
-    """One direction of a connection: whole lines rewritten by `rewrite`, literals passed through as they are."""
-
-    def __init__(self, source: socket.socket, sink: socket.socket, rewrite: Callable[[bytes], bytes]) -> None:
-        self.source, self.sink, self.rewrite = source, sink, rewrite
-        self.buffer = b""
-        self.literal = 0  #: bytes of a literal still to pass through untouched
-
-    def pump(self) -> None:
-        with contextlib.suppress(OSError):
-            while data := self.source.recv(65536):
-                self.buffer += data
-                self._flush()
-        with contextlib.suppress(OSError):
-            self.sink.shutdown(socket.SHUT_WR)
-
-    def _flush(self) -> None:
-        while self.buffer:
-            if self.literal:
-                chunk, self.buffer = self.buffer[: self.literal], self.buffer[self.literal :]
-                self.literal -= len(chunk)
-                self.sink.sendall(chunk)
-                continue
-            end = self.buffer.find(b"\r\n")
-            if end < 0:
-                return
-            line, self.buffer = self.buffer[: end + 2], self.buffer[end + 2 :]
-            found = _LITERAL.search(line)
-            self.literal = int(found.group(1)) if found else 0
-            self.sink.sendall(self.rewrite(line))
-
-
-class KeywordDroppingServer:
+class KeywordDroppingServer(LineProxy):
     """A proxy on 127.0.0.1:`port` in front of the plain-text IMAP server at `upstream_port` (see the module)."""
 
+    name = "keyword-dropping"
+
     def __init__(self, upstream_port: int, claim_keywords: bool = False) -> None:
-        self.upstream_port = upstream_port
+        super().__init__(upstream_port)
         self.claim_keywords = claim_keywords
-        self._listener = socket.create_server(("127.0.0.1", 0))
-        self.port: int = self._listener.getsockname()[1]
-        self._stop = threading.Event()
-        self._sockets: list[socket.socket] = []
 
     def __enter__(self) -> KeywordDroppingServer:
-        threading.Thread(target=self._accept, name="keyword-dropping", daemon=True).start()
+        super().__enter__()
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._listener.close()
-        for sock in self._sockets:
-            with contextlib.suppress(OSError):
-                sock.close()
-
-    def _accept(self) -> None:
-        self._listener.settimeout(0.1)
-        while not self._stop.is_set():
-            try:
-                client, _ = self._listener.accept()
-            except (TimeoutError, OSError):
-                continue
-            server = socket.create_connection(("127.0.0.1", self.upstream_port), timeout=30)
-            client.settimeout(None)
-            server.settimeout(None)
-            self._sockets += [client, server]
-            answers = _unchanged if self.claim_keywords else drop_from_answer
-            for lines in (_Lines(client, server, drop_from_command), _Lines(server, client, answers)):
-                threading.Thread(target=lines.pump, name="keyword-dropping-conn", daemon=True).start()
+    def pumps(self, number: int, client: socket.socket, server: socket.socket) -> list[Pump]:
+        answers = _unchanged if self.claim_keywords else drop_from_answer
+        return [Lines(client, server, drop_from_command).pump, Lines(server, client, answers).pump]
