@@ -43,13 +43,17 @@ def tool_lines(
 
 
 def proven(readiness: Readiness, proof: Proof | None) -> Step:
-    """The line of one tool use: what the server announced, and what the write test proved of it."""
+    """The line of one tool use: what the server announced, and what the write test proved of it. A use refused
+    for what the test does not try (a missing Sent mailbox, where the test proved APPEND) stays refused."""
+    announced = Step(readiness.name, readiness.verdict, readiness.detail, COLUMN)
     if proof is None or readiness.verdict == "off":
-        return Step(readiness.name, readiness.verdict, readiness.detail, COLUMN)
-    if proof.outcome == "ran" and readiness.verdict in ("works", "degrades"):
-        return Step(readiness.name, readiness.verdict, _joined(readiness.detail, f"proven: {proof.detail}"), COLUMN)
-    if proof.outcome == "refused" and readiness.verdict == "refused":
+        return announced
+    if readiness.verdict == "refused":
+        if proof.outcome != "refused":
+            return announced
         return Step(readiness.name, "refused", _joined(readiness.detail, "proven: refused as announced"), COLUMN)
+    if proof.outcome == "ran":
+        return Step(readiness.name, readiness.verdict, _joined(readiness.detail, f"proven: {proof.detail}"), COLUMN)
     verdict: Verdict = "fails" if proof.outcome == "failed" else "refused"
     detail = f"the write test found: {proof.detail} (announced: {readiness.verdict})"
     return Step(readiness.name, verdict, detail, COLUMN)

@@ -7,6 +7,8 @@ import re
 from pathlib import Path
 
 from imap_mcp.server.check.imap import CAPABILITIES, ROLES
+from imap_mcp.server.check.readiness import proven
+from imap_mcp.server.check.write_test import Proof
 from imap_mcp.server.reading.new_messages import LISTED
 from imap_mcp.server.tools.accounts import RELEVANT_CAPABILITIES
 from imap_mcp.server.tools.registry import (
@@ -141,3 +143,20 @@ def test_a_read_only_inbox_keeps_no_keyword_and_an_unsaid_permanentflags_keeps_e
     assert keywords(frozenset()) == "refused"
     assert keywords(None) == "works"
     assert keywords(frozenset({b"\\Seen", b"$IMAPMCPLISTED"})) == "works"  # named, in any case: only that one
+
+
+def test_a_proof_of_something_else_leaves_a_refusal_and_a_broken_promise_fails() -> None:
+    """The write test proves APPEND, not that a Sent mailbox exists: a use refused for that stays refused. A use
+    the server announced and did not do (a keyword answered OK and not kept) fails."""
+    without_sent = ServerFacts(
+        EVERYTHING.capabilities, frozenset({"trash", "drafts"}), frozenset({b"\\*"}), frozenset(SETTINGS)
+    )
+    judged = {r.name: r for spec in TOOLS for r in spec.readiness(without_sent)}
+    refused = judged["send_message (save_to_sent: true)"]
+    assert proven(refused, Proof("ran", "APPEND with \\Draft \\Seen")).outcome == "refused"
+    assert proven(refused, Proof("ran", "APPEND with \\Draft \\Seen")).detail == refused.detail
+    keywords = proven(judged["set_message_flags (keywords)"], Proof("failed", "the keyword is not there"))
+    assert (keywords.outcome, keywords.detail) == (
+        "fails",
+        "the write test found: the keyword is not there (announced: works)",
+    )
