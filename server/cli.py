@@ -64,6 +64,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     for sub in (stdio, check):
         sub.add_argument("--account", metavar="NAME", help="the account of IMAP_MCP_ACCOUNTS_FILE")
+    check.add_argument(
+        "--write-test",
+        action="store_true",
+        help="also prove what the server announced in two scratch mailboxes it creates and removes (APPEND, STORE, "
+        "COPY, MOVE, UID EXPUNGE); nothing else is touched",
+    )
     auth = commands.add_parser(
         "auth",
         help="sign in with OAuth 2.0 once and save the refresh token (IMAP_AUTH=oauth2; see README)",
@@ -102,7 +108,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
         chosen = load_or_exit(lambda _env: stdio_account(accounts, args.account), os.environ)
         if args.command == "check":
-            run_check_command(chosen.settings)
+            run_check_command(chosen.settings, args.write_test)
             return
         from .webhooks.command import run_watch, run_webhook
 
@@ -121,10 +127,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         run_stdio(account_server(account))
 
 
-def run_check_command(settings: Settings) -> None:
+def run_check_command(settings: Settings, write_test: bool = False) -> None:
     from .check import ready, run_check
 
-    steps = run_check(settings)
+    steps = run_check(settings, write_test)
     for step in steps:
         print(step.line, flush=True)
     if ready(steps):

@@ -1,25 +1,42 @@
 """`imap-mcp check`: try the configuration for real and say, one line per step, what works.
 
-IMAP (DNS, TCP, TLS, greeting, LOGIN, capabilities, mailbox roles), then SMTP when SMTP_HOST is
-set (DNS, TCP, TLS, greeting, AUTH; nothing is sent). `serve` prints `summary()` of the same
-steps as one line at start.
+IMAP (DNS, TCP, TLS, greeting, login, capabilities, mailbox roles, the flags INBOX keeps), with
+`--write-test` the write test in scratch mailboxes (`write_test`), then SMTP when SMTP_HOST is set
+(DNS, TCP, TLS, greeting, AUTH; nothing is sent), then a line per use of every tool: works,
+degrades, refused (and why), or off. Every step has its line, always and in order: after a failed
+one the rest say "not tried". `serve` prints `summary()` of the same steps as one line at start.
 """
 
 from __future__ import annotations
 
 from ..config import Settings
-from .imap import check_imap
-from .smtp import check_smtp
+from .imap import check_imap, imap_steps
+from .readiness import tool_lines
+from .smtp import check_smtp, smtp_steps
 from .steps import Step
+from .write_test import STEPS as WRITE_STEPS
+from .write_test import Proof, write_test
 
 __all__ = ["Step", "ready", "run_check", "summary"]
 
 
-def run_check(settings: Settings) -> list[Step]:
-    steps = check_imap(settings.imap)
+def run_check(settings: Settings, write_test_too: bool = False) -> list[Step]:
+    """Every step's line, in order, then every tool's."""
+    imap = imap_steps(settings.imap, WRITE_STEPS if write_test_too else ())
+    facts = check_imap(settings.imap, imap)
+    proofs: dict[str, Proof] = {}
+    if facts is not None and write_test_too:
+        written, proofs = write_test(settings.imap, facts)
+        for step in written:
+            imap.add(step)
+    lines = imap.lines()
+    smtp_failed = None
     if settings.smtp is not None:
-        steps += check_smtp(settings.smtp)
-    return steps
+        smtp = smtp_steps(settings.smtp)
+        check_smtp(settings.smtp, smtp)
+        lines += smtp.lines()
+        smtp_failed = smtp.failed
+    return lines + tool_lines(settings, facts, imap.failed, smtp_failed, proofs)
 
 
 def ready(steps: list[Step]) -> bool:
@@ -28,7 +45,7 @@ def ready(steps: list[Step]) -> bool:
 
 
 def summary(settings: Settings, steps: list[Step]) -> str:
-    """The steps as one line: ready, or the failure; warnings by name."""
+    """The steps as one line: ready, or the failure; warnings and tools refused here by name."""
     failed = next((step for step in steps if step.outcome == "fail"), None)
     if failed is not None:
         return (
@@ -36,6 +53,11 @@ def summary(settings: Settings, steps: list[Step]) -> str:
             "fixed; `imap-mcp check` shows every step."
         )
     warned = [step.name for step in steps if step.outcome == "warn"]
+    refused = [step.name for step in steps if step.outcome == "refused"]
     sending = ", SMTP ok" if settings.smtp is not None else ", sending off (SMTP_HOST is not set)"
     line = f"check: IMAP ok for {settings.imap.account} ({settings.imap.tls} TLS){sending}"
-    return line + (f"; see `imap-mcp check` about: {', '.join(warned)}" if warned else "")
+    if warned:
+        line += f"; see `imap-mcp check` about: {', '.join(warned)}"
+    if refused:
+        line += f"; refused on this server: {', '.join(refused)}"
+    return line

@@ -1,12 +1,15 @@
 """Checking the IMAP settings for real: reach the server, log in, and see what it offers.
 
-Capabilities and mailbox roles that are missing are warnings: the server still works, and the
-line says which tools will not (or will work differently).
+After the login, three steps read what the tools need (`tools.registry`): the capabilities, the
+mailboxes of the roles, and the flags INBOX keeps (`imap.kept_flags.said_kept`). Something missing
+is a warning: the server still works, and the tool lines say which tools degrade or are refused
+without it.
 """
 
 from __future__ import annotations
 
 import ssl
+from collections.abc import Sequence
 
 from imapclient import IMAPClient
 from imapclient.exceptions import LoginError
@@ -15,82 +18,77 @@ from ..config import ImapSettings
 from ..errors import MailboxError
 from ..imap.connection import close, log_in
 from ..imap.failures import LIBRARY_ERRORS, explain
+from ..imap.kept_flags import said_kept
 from ..imap.mailboxes import Role, list_mailboxes, missing_role_advice
 from ..oauth.errors import OAuthError
-from ..tls import tls_context
-from .steps import Endpoint, Step, StepFailed, no_tls, oauth_identity, reach, tls_ok
+from ..tools.registry import TOOLS, Capability, KeptKeyword, RoleMailbox, ServerFacts
+from .steps import Endpoint, Step, StepFailed, Steps, greeted, no_tls, oauth_identity, reach, tls_ok
 
-#: the capabilities that matter, and what changes without each
-CAPABILITIES = {
-    "MOVE": "moves copy, then expunge exactly the moved messages (needs UIDPLUS)",
-    "UIDPLUS": "permanent deletes are refused, and so are moves when MOVE is missing too; concurrent "
-    "retries of one send are not excluded",
-    "SORT": "search sorts by date in imap-mcp, fetching the dates of every match",
-    "SPECIAL-USE": "mailbox roles (Sent, Trash, Drafts) may be unknown",
-    "CONDSTORE": "search results are not cached: every page searches again",
-}
-#: the mailbox roles that matter, and what does not work without each
-ROLES: dict[Role, str] = {
-    "trash": "delete_messages can only delete permanently",
-    "sent": "send_message and reply_to_message refuse (they keep their record in Sent)",
-    "drafts": "save_draft refuses",
-}
+#: the capabilities the tools use (one of several, where any will do), in the order the registry names them
+CAPABILITIES = tuple(
+    dict.fromkeys(
+        need.requirement for spec in TOOLS for need in spec.requires if isinstance(need.requirement, Capability)
+    )
+)
+#: the mailbox roles the tools need
+ROLES: tuple[Role, ...] = tuple(
+    dict.fromkeys(
+        need.requirement.role for spec in TOOLS for need in spec.requires if isinstance(need.requirement, RoleMailbox)
+    )
+)
+#: the steps after the greeting and the TLS step
+AFTER_LOGIN = ("capabilities", "mailboxes", "keywords")
 
 
 def imap_endpoint(settings: ImapSettings) -> Endpoint:
     return Endpoint("IMAP", settings.host, settings.port, settings.tls, settings.ca_file, settings.timeout)
 
 
-def check_imap(settings: ImapSettings) -> list[Step]:
-    """Every IMAP step, in order; the last one failed when the server cannot be used."""
+def imap_steps(settings: ImapSettings, more: Sequence[str] = ()) -> Steps:
+    """The IMAP steps to try, in order; `more`: the names of steps that follow them (the write test's)."""
+    return Steps([*imap_endpoint(settings).planned(("login", *AFTER_LOGIN)), *more])
+
+
+def check_imap(settings: ImapSettings, steps: Steps) -> ServerFacts | None:
+    """Every IMAP step up to the flags INBOX keeps, each line added to `steps` as it is done; what the server
+    showed of what the tools need, or None when a step failed."""
     endpoint = imap_endpoint(settings)
-    steps: list[Step] = []
     try:
-        steps += reach(endpoint)
-        client = _greeted(endpoint)
+        reach(endpoint, steps)
+        client = _greeted(endpoint, steps)
         try:
             if settings.tls == "starttls":
-                steps.append(_starttls(endpoint, client))
+                steps.add(_starttls(endpoint, client))
             elif settings.tls == "none":
-                steps.append(no_tls(endpoint))
-            steps.append(_login(endpoint, settings, client))
-            steps.append(capabilities_step(client))
-            steps += mailbox_steps(client)
+                steps.add(no_tls(endpoint))
+            steps.add(_login(endpoint, settings, client))
+            return _facts(client, steps)
         finally:
             close(client)
     except StepFailed as failed:
-        steps.append(failed.step)
+        steps.add(failed.step)
     except LIBRARY_ERRORS as exc:
-        steps.append(_session_failed(explain(exc, settings, "asking for its capabilities and mailboxes")))
+        steps.fail(str(explain(exc, settings, f"trying the step {steps.current}")))
     except MailboxError as exc:
-        steps.append(_session_failed(exc))
-    return steps
+        steps.fail(str(exc))
+    return None
 
 
-def _session_failed(exc: MailboxError) -> Step:
-    return Step("IMAP session", "fail", f"after the login: {exc}")
-
-
-def _greeted(endpoint: Endpoint) -> IMAPClient:
+def _greeted(endpoint: Endpoint, steps: Steps) -> IMAPClient:
     implicit = endpoint.tls == "implicit"
+    context = endpoint.context() if implicit else None
 
     def connect() -> IMAPClient:
         return IMAPClient(
-            endpoint.host,
-            port=endpoint.port,
-            ssl=implicit,
-            ssl_context=tls_context(endpoint.ca_file) if implicit else None,
-            timeout=endpoint.timeout,
+            endpoint.host, port=endpoint.port, ssl=implicit, ssl_context=context, timeout=endpoint.timeout
         )
 
     try:
-        return endpoint.attempt("greeting", "the IMAP greeting", connect)
+        client = endpoint.attempt("greeting", "the IMAP greeting", connect)
     except LIBRARY_ERRORS as exc:
-        raise endpoint.fail(
-            "greeting",
-            f"{endpoint.where} did not greet as an IMAP server ({type(exc).__name__}): check IMAP_HOST, "
-            "IMAP_PORT and IMAP_TLS.",
-        ) from None
+        raise endpoint.no_greeting("the IMAP greeting", exc) from None
+    steps.add(greeted(endpoint, "IMAP"))
+    return client
 
 
 def _starttls(endpoint: Endpoint, client: IMAPClient) -> Step:
@@ -99,7 +97,8 @@ def _starttls(endpoint: Endpoint, client: IMAPClient) -> Step:
             "TLS",
             f"{endpoint.where} does not offer STARTTLS: set IMAP_TLS=implicit with its TLS port (usually 993).",
         )
-    endpoint.attempt("TLS", "the STARTTLS handshake", lambda: client.starttls(tls_context(endpoint.ca_file)))
+    context = endpoint.context()
+    endpoint.attempt("TLS", "the STARTTLS handshake", lambda: client.starttls(context))
     connection = client.socket()
     return tls_ok(endpoint, connection.version() if isinstance(connection, ssl.SSLSocket) else None)
 
@@ -125,31 +124,59 @@ def _login(endpoint: Endpoint, settings: ImapSettings, client: IMAPClient) -> St
     return Step("IMAP login", "ok", f"{oauth_identity(used, settings.username, settings.oauth)} accepted")
 
 
-def capabilities_step(client: IMAPClient) -> Step:
-    offered = {c.decode("ascii", "replace").upper() for c in client.capabilities()}
-    missing = [name for name in CAPABILITIES if name not in offered]
+def _facts(client: IMAPClient, steps: Steps) -> ServerFacts:
+    capabilities = frozenset(c.decode("ascii", "replace").upper() for c in client.capabilities())
+    steps.add(capabilities_step(capabilities))
+    roles = _roles(client)
+    steps.add(mailboxes_step(client, roles))
+    read_only, kept = said_kept(client, "INBOX")
+    steps.add(keywords_step(read_only, kept))
+    return ServerFacts(capabilities, frozenset(roles), frozenset() if read_only else kept)
+
+
+def capabilities_step(offered: frozenset[str]) -> Step:
+    """The capabilities the tools use that are offered; a warning naming those missing (an alternative to one
+    that is offered is not: XLIST where SPECIAL-USE is)."""
+    facts = ServerFacts(offered, frozenset(), None)
+    names = dict.fromkeys(name for capability in CAPABILITIES for name in capability.names)
+    unmet = {name for capability in CAPABILITIES if not capability.met(facts) for name in capability.names}
+    present = " ".join(name for name in names if name in offered) or "none of them"
+    missing = " ".join(name for name in names if name in unmet)
     if not missing:
-        return Step("IMAP capabilities", "ok", " ".join(CAPABILITIES))
-    effects = "; ".join(f"without {name}, {CAPABILITIES[name]}" for name in missing)
-    present = " ".join(name for name in CAPABILITIES if name in offered) or "none of them"
-    return Step("IMAP capabilities", "warn", f"offered: {present}; {effects}.")
+        return Step("IMAP capabilities", "ok", present)
+    return Step(
+        "IMAP capabilities",
+        "warn",
+        f"offered: {present}; missing: {missing} (the tool lines below say what changes without them)",
+    )
 
 
-def mailbox_steps(client: IMAPClient) -> list[Step]:
-    """One line for the mailboxes found for each role (Trash, Sent, Drafts, then Junk, Archive, ...), one per
-    role that matters and is missing (with what to create, named as this server expects)."""
+def _roles(client: IMAPClient) -> dict[Role, str]:
+    """The first selectable mailbox of each role, INBOX aside."""
     found: dict[Role, str] = {}
     for mailbox in list_mailboxes(client):
         if mailbox.selectable and mailbox.role not in ("none", "inbox"):
             found.setdefault(mailbox.role, mailbox.name)
-    steps = [_missing_role(client, role, without) for role, without in ROLES.items() if role not in found]
-    if found:
-        ordered = [*[role for role in ROLES if role in found], *[role for role in found if role not in ROLES]]
-        listed = ", ".join(f"{role.title()} = {found[role]!r}" for role in ordered)
-        steps.insert(0, Step("IMAP mailboxes", "ok", listed))
-    return steps
+    return found
 
 
-def _missing_role(client: IMAPClient, role: Role, without: str) -> Step:
-    name = role.title()
-    return Step(f"IMAP {name}", "warn", f"no {name} mailbox: {without}. {missing_role_advice(client, role)}")
+def mailboxes_step(client: IMAPClient, found: dict[Role, str]) -> Step:
+    """The mailboxes found for each role (Trash, Sent, Drafts, then Junk, Archive, ...); a warning naming each role
+    the tools need that is missing, with what to create, named as this server expects."""
+    ordered = [*[role for role in ROLES if role in found], *[role for role in found if role not in ROLES]]
+    listed = ", ".join(f"{role.title()} = {found[role]!r}" for role in ordered) or "no mailbox with a role"
+    missing = [role for role in ROLES if role not in found]
+    if not missing:
+        return Step("IMAP mailboxes", "ok", listed)
+    advice = " ".join(f"No {role.title()} mailbox: {missing_role_advice(client, role)}" for role in missing)
+    return Step("IMAP mailboxes", "warn", f"{listed}. {advice}")
+
+
+def keywords_step(read_only: bool, kept: frozenset[bytes] | None) -> Step:
+    if read_only:
+        return Step("IMAP keywords", "warn", "INBOX is read-only for this login: it keeps no flag set here")
+    if KeptKeyword().met(ServerFacts(frozenset(), frozenset(), kept)):
+        said = "PERMANENTFLAGS not given: every flag, RFC 3501" if kept is None else "PERMANENTFLAGS has \\*"
+        return Step("IMAP keywords", "ok", f"INBOX keeps new keywords ({said})")
+    shown = " ".join(sorted(flag.decode("ascii", "replace") for flag in kept or ()))
+    return Step("IMAP keywords", "warn", f"INBOX keeps no new keyword (PERMANENTFLAGS: {shown or 'none'})")

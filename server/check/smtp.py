@@ -9,40 +9,46 @@ import ssl
 from ..config import SmtpSettings
 from ..oauth.errors import OAuthError
 from ..outgoing.smtp import log_in
-from ..tls import tls_context
-from .steps import Endpoint, Step, StepFailed, no_tls, oauth_identity, reach, tls_ok
+from .steps import Endpoint, Step, StepFailed, Steps, greeted, no_tls, oauth_identity, reach, tls_ok
 
 
 def smtp_endpoint(settings: SmtpSettings) -> Endpoint:
     return Endpoint("SMTP", settings.host, settings.port, settings.tls, settings.ca_file, settings.timeout)
 
 
-def check_smtp(settings: SmtpSettings) -> list[Step]:
-    """Every SMTP step, in order; the last one failed when mail cannot be sent."""
+def smtp_steps(settings: SmtpSettings) -> Steps:
+    """The SMTP steps to try, in order."""
+    return Steps(smtp_endpoint(settings).planned(("AUTH",)))
+
+
+def check_smtp(settings: SmtpSettings, steps: Steps) -> None:
+    """Every SMTP step, each line added to `steps` as it is done; one fails when mail cannot be sent."""
     endpoint = smtp_endpoint(settings)
-    steps: list[Step] = []
     try:
-        steps += reach(endpoint)
+        reach(endpoint, steps)
         connection = _greeted(endpoint)
         try:
+            steps.add(greeted(endpoint, "SMTP"))
             if settings.tls == "starttls":
-                steps.append(_starttls(endpoint, connection))
+                steps.add(_starttls(endpoint, connection))
             elif settings.tls == "none":
-                steps.append(no_tls(endpoint))
-            steps.append(_auth(endpoint, settings, connection))
+                steps.add(no_tls(endpoint))
+            steps.add(_auth(endpoint, settings, connection))
         finally:
             with contextlib.suppress(smtplib.SMTPException, OSError):  # only saying goodbye
                 connection.quit()
             connection.close()
     except StepFailed as failed:
-        steps.append(failed.step)
-    return steps
+        steps.add(failed.step)
+    except (smtplib.SMTPException, OSError) as exc:
+        steps.fail(f"{endpoint.where} failed ({type(exc).__name__}): check SMTP_HOST, SMTP_PORT and SMTP_TLS.")
 
 
 def _greeted(endpoint: Endpoint) -> smtplib.SMTP:
+    context = endpoint.context() if endpoint.tls == "implicit" else None
+
     def connect() -> smtplib.SMTP:
-        if endpoint.tls == "implicit":
-            context = tls_context(endpoint.ca_file)
+        if context is not None:
             return smtplib.SMTP_SSL(endpoint.host, endpoint.port, timeout=endpoint.timeout, context=context)
         return smtplib.SMTP(endpoint.host, endpoint.port, timeout=endpoint.timeout)
 
@@ -51,11 +57,7 @@ def _greeted(endpoint: Endpoint) -> smtplib.SMTP:
         endpoint.attempt("greeting", "the answer to EHLO", connection.ehlo_or_helo_if_needed)
         return connection
     except (smtplib.SMTPException, OSError) as exc:
-        raise endpoint.fail(
-            "greeting",
-            f"{endpoint.where} did not greet as an SMTP server ({type(exc).__name__}): check SMTP_HOST, SMTP_PORT "
-            "and SMTP_TLS.",
-        ) from None
+        raise endpoint.no_greeting("the SMTP greeting", exc) from None
 
 
 def _starttls(endpoint: Endpoint, connection: smtplib.SMTP) -> Step:
@@ -64,7 +66,7 @@ def _starttls(endpoint: Endpoint, connection: smtplib.SMTP) -> Step:
             "TLS",
             f"{endpoint.where} does not offer STARTTLS: set SMTP_TLS=implicit with its TLS port (usually 465).",
         )
-    context = tls_context(endpoint.ca_file)
+    context = endpoint.context()
     endpoint.attempt("TLS", "the STARTTLS handshake", lambda: connection.starttls(context=context))
     endpoint.attempt("TLS", "the answer to EHLO", connection.ehlo)
     sock = connection.sock

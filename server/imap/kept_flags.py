@@ -2,7 +2,8 @@
 
 A server may take a keyword in APPEND or STORE and keep nothing (PERMANENTFLAGS without `\\*`
 and without the keyword), or ignore APPEND's flags altogether (GNU Mailutils). So what a tool
-reports as set is what a FETCH FLAGS finds afterwards.
+reports as set is what a FETCH FLAGS finds afterwards. What a mailbox says it keeps
+(`said_kept`) is what `imap-mcp check` and get_server_info judge the tools by.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 
 from .connection import append
 from .fetch import fetch
+from .selection import deselect, note_selected
 from .session import Session
 
 #: a session flag the server sets by itself; never reported as kept or missing
@@ -77,3 +79,16 @@ def _appended_uid(client: Session, response: object, uidvalidity: int, message_i
     if message_id is None:
         return None
     return max(client.search(["HEADER", "Message-ID", message_id]), default=None)
+
+
+def said_kept(client: Session, mailbox: str) -> tuple[bool, frozenset[bytes] | None]:
+    """Whether `mailbox` is read-only for this login, and the flags it says it keeps (PERMANENTFLAGS of a
+    read-write SELECT; None when it does not say, which RFC 3501 reads as every flag). It is left at once,
+    without expunging anything."""
+    answer = client.select_folder(mailbox)
+    note_selected(client, mailbox)
+    try:
+        permanent = answer.get(b"PERMANENTFLAGS")
+        return b"READ-ONLY" in answer, None if permanent is None else frozenset(bytes(flag) for flag in permanent)
+    finally:
+        deselect(client)

@@ -1,13 +1,17 @@
 """`get_server_info`: what this server offers the caller, and why, before the model tries anything
 (the account and its policy: `server/accounts/`).
 
-Read-only and free: one LIST and the capabilities of a pooled connection. Never a secret: the
-account shows its name, login, host, port and TLS mode, never a password or token. When the IMAP
-server cannot be reached, the rest still answers and `imap.problem` says what went wrong.
+Read-only and cheap: the capabilities of a pooled connection, one LIST, and the flags INBOX says
+it keeps (a read-write SELECT, left at once without expunging anything). From them, what each use
+of each tool does on this server (`imap.tools`: works, degrades, refused), judged by the
+registry's `requires` exactly as `imap-mcp check` judges it. Never a secret: the account shows its
+name, login, host, port and TLS mode, never a password or token. When the IMAP server cannot be
+reached, the rest still answers and `imap.problem` says what went wrong.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Literal
 
 from mcp.server.mcpserver import Context
@@ -17,27 +21,35 @@ from pydantic import BaseModel, Field
 from imap_mcp.protocol import APPROVAL_TTL, TOKEN_TTL, Guard, channel_for
 
 from ..errors import MailboxError
+from ..imap.kept_flags import said_kept
 from ..imap.mailboxes import list_mailboxes
 from ..imap.pool import ImapPool
 from ..imap.session import Session
 from ..reading.attachments import INLINE_LIMIT_BYTES
 from .reading import DEFAULT_MAX_CHARS, DEFAULT_PAGE_SIZE, MAX_MAX_CHARS, MAX_PAGE_SIZE
-from .registry import SERVER_INFO_TOOL, offer
+from .registry import SERVER_INFO_TOOL, TOOLS, Capability, Readiness, ServerFacts, Verdict, offer, settings_on
 
 if TYPE_CHECKING:  # types only: the account's folder reads the registry, so this folder does not import it
     from ..accounts.loading import Account
     from ..app import PolicyServer
 
-#: the IMAP capabilities imap-mcp uses, and what each one changes
-RELEVANT_CAPABILITIES = {
-    "MOVE": "move_messages and delete_messages move atomically (without it: copy, then delete)",
-    "UIDPLUS": "exact expunge of the chosen UIDs, and exactly-once sending arbitrated in Sent",
-    "SORT": "search results sorted by the server",
-    "ESEARCH": "compact search results from the server",
-    "CONDSTORE": "cached search order reused while the mailbox is unchanged, and brought up to date after a change",
-    "QRESYNC": "messages that left the mailbox named by the server (VANISHED) when a cached search order is updated",
-    "SPECIAL-USE": "mailbox roles (sent, drafts, trash, ...) from the server",
-}
+
+def _capability_effects() -> dict[str, str]:
+    """Each IMAP capability the registry's tools need, and which tool uses do what without it."""
+    effects: dict[str, list[str]] = {}
+    for spec in TOOLS:
+        for need in spec.requires:
+            if isinstance(need.requirement, Capability):
+                use = f"{spec.name} ({need.use})" if need.use else spec.name
+                for name in need.requirement.names:
+                    effects.setdefault(name, []).append(
+                        f"{use} {need.without} without {need.requirement.label}: {need.effect}"
+                    )
+    return {name: "; ".join(said) for name, said in effects.items()}
+
+
+#: the IMAP capabilities imap-mcp uses, and what the tools do without each
+RELEVANT_CAPABILITIES = _capability_effects()
 
 
 class AccountInfo(BaseModel):
@@ -49,18 +61,33 @@ class AccountInfo(BaseModel):
     sends_from: str | None = Field(description="The From address of sent mail; null when sending is not set up.")
 
 
-class Capability(BaseModel):
+class CapabilityInfo(BaseModel):
     name: str
     present: bool
-    effect: str = Field(description="What imap-mcp does with it.")
+    effect: str = Field(description="Which tools use it, and what they do without it.")
+
+
+class ToolUse(BaseModel):
+    tool: str
+    use: str | None = Field(description="Which use of the tool (e.g. 'mode: move'); null: the tool as a whole.")
+    verdict: Verdict = Field(
+        description="works: as documented; degrades: works, slower or weaker (detail says how); refused: the tool "
+        "refuses it on this server (detail says why and what to do instead); off: not offered (a setting); fails "
+        "(only from `imap-mcp check --write-test`): it runs, and the server does not keep what it did."
+    )
+    detail: str
 
 
 class ImapInfo(BaseModel):
     reachable: bool
     problem: str | None = Field(description="Why the IMAP server could not be asked; null when it answered.")
-    capabilities: list[Capability]
+    capabilities: list[CapabilityInfo]
     mailboxes_by_role: dict[str, str] = Field(
         description="The mailbox found for each role (inbox, sent, drafts, trash, junk, archive, all, flagged)."
+    )
+    tools: list[ToolUse] = Field(
+        description="What each use of each tool does on this server, from its capabilities, mailboxes and the flags "
+        "INBOX keeps (as `imap-mcp check` says); empty when the server could not be asked."
     )
 
 
@@ -115,24 +142,36 @@ TOKEN_FALLBACK = (
 )
 
 
-def _mailbox_facts(client: Session) -> tuple[list[Capability], dict[str, str]]:
-    capabilities = [
-        Capability(name=name, present=bool(client.has_capability(name)), effect=effect)
-        for name, effect in RELEVANT_CAPABILITIES.items()
-    ]
+def _asked(client: Session) -> tuple[ServerFacts, dict[str, str]]:
+    """What the server shows of what the tools need (capabilities, roles, the flags INBOX keeps), and the first
+    mailbox of each role."""
+    capabilities = frozenset(c.decode("ascii", "replace").upper() for c in client.capabilities())
+    mailboxes = list_mailboxes(client)
     roles: dict[str, str] = {}
-    for mailbox in list_mailboxes(client):
+    for mailbox in mailboxes:
         if mailbox.role != "none":
             roles.setdefault(mailbox.role, mailbox.name)
-    return capabilities, roles
+    usable = frozenset(mailbox.role for mailbox in mailboxes if mailbox.selectable)
+    read_only, kept = said_kept(client, "INBOX")
+    return ServerFacts(capabilities, usable, frozenset() if read_only else kept), roles
 
 
-async def _imap_info(pool: ImapPool) -> ImapInfo:
+async def _imap_info(pool: ImapPool, account: Account) -> ImapInfo:
     try:
-        capabilities, roles = await pool.run(_mailbox_facts)
+        facts, roles = await pool.run(_asked)
     except MailboxError as exc:
-        return ImapInfo(reachable=False, problem=str(exc), capabilities=[], mailboxes_by_role={})
-    return ImapInfo(reachable=True, problem=None, capabilities=capabilities, mailboxes_by_role=roles)
+        return ImapInfo(reachable=False, problem=str(exc), capabilities=[], mailboxes_by_role={}, tools=[])
+    capabilities = [
+        CapabilityInfo(name=name, present=name in facts.capabilities, effect=effect)
+        for name, effect in RELEVANT_CAPABILITIES.items()
+    ]
+    facts = replace(facts, settings=settings_on(account.settings))
+    uses = [_tool_use(readiness) for spec in TOOLS for readiness in spec.readiness(facts)]
+    return ImapInfo(reachable=True, problem=None, capabilities=capabilities, mailboxes_by_role=roles, tools=uses)
+
+
+def _tool_use(readiness: Readiness) -> ToolUse:
+    return ToolUse(tool=readiness.tool, use=readiness.use, verdict=readiness.verdict, detail=readiness.detail)
 
 
 def _account_info(account: Account) -> AccountInfo:
@@ -188,8 +227,9 @@ def register(mcp: PolicyServer, account: Account, pool: ImapPool, guard: Guard) 
         SERVER_INFO_TOOL,
         description=(
             "Describe this server for the caller: version and protocol versions, the caller's account (no secrets), "
-            "the IMAP server's relevant capabilities and the mailbox of each role, which tools are offered and why "
-            "the others are not, how approvals are asked, and the limits. Call it first to plan."
+            "the IMAP server's relevant capabilities, the mailbox of each role and what each tool does on it (works, "
+            "degrades or refused, and why), which tools are offered and why the others are not, how approvals are "
+            "asked, and the limits. Call it first to plan."
         ),
     )
     async def get_server_info(ctx: Context) -> ServerInfo:
@@ -199,7 +239,7 @@ def register(mcp: PolicyServer, account: Account, pool: ImapPool, guard: Guard) 
             protocol_versions=[*HANDSHAKE_PROTOCOL_VERSIONS, *MODERN_PROTOCOL_VERSIONS],
             this_request_version=ctx.protocol_version,
             account=_account_info(account),
-            imap=await _imap_info(pool),
+            imap=await _imap_info(pool, account),
             tools=await _tools_info(mcp, account),
             approvals=_approvals_info(ctx, guard),
             limits=_limits(account),

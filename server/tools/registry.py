@@ -2,9 +2,11 @@
 
 `TOOLS` names every tool this server can offer: the feature it belongs to (its code is in
 `server/tools/<feature>.py`, what stands behind it in `server/<feature>/`), its title and four
-annotations, and whether it asks a person. The policy (`IMAP_MCP_TOOLS`, read-only), `get_server_info`,
-the start-up check and the docs read it; a tool module registers its function with `offer`, which
-takes everything but the description and the function from here.
+annotations, whether it asks a person, and what it needs of the mail server (`requires`: a
+capability, a mailbox role, keywords kept, a setting; what happens without each). The policy
+(`IMAP_MCP_TOOLS`, read-only), `get_server_info`, `imap-mcp check` (one line per tool: works,
+degrades, refused) and the README's "what needs what" table read it; a tool module registers its
+function with `offer`, which takes everything but the description and the function from here.
 
 `offer` also wraps the function: an `ImapMcpError` becomes a tool error with its message (after
 the tool's `refused_prefix`, "Nothing was sent: " for a send, except where the error says what
@@ -30,12 +32,142 @@ if TYPE_CHECKING:  # the SDK is imported where tools are registered, not with th
 
     from imap_mcp.protocol import Guard
 
+    from ..config import Settings
+
 Feature = Literal["mailboxes", "reading", "changes", "outgoing", "webhooks", "accounts"]
 #: never; always (a person approves: a dialog, a pushed dialog, or the two-call token); it depends on the arguments
 Asks = Literal["never", "always", "depends"]
 ToolFunction = TypeVar("ToolFunction", bound=Callable[..., Any])
+#: what a tool does on one server: as documented; slower or weaker (it says how); refused (it says why); runs but
+#: the server does not keep what it did (only `imap-mcp check --write-test` finds it); not offered (a setting)
+Verdict = Literal["works", "degrades", "refused", "fails", "off"]
+#: the keyword list_new_messages keeps its last look in (`reading.new_messages.LISTED`)
+LISTED_KEYWORD = "$ImapMcpListed"
 
 logger = logging.getLogger("imap_mcp")
+
+
+@dataclass(frozen=True)
+class ServerFacts:
+    """What a server showed of what the tools need: its capabilities (upper case), the roles of its mailboxes,
+    the flags INBOX keeps, and which of the settings the tools need are on."""
+
+    capabilities: frozenset[str]
+    roles: frozenset[str]
+    #: PERMANENTFLAGS of INBOX selected read-write (empty when it is read-only); None when the SELECT did not say,
+    #: which RFC 3501 reads as every flag
+    kept_flags: frozenset[bytes] | None
+    settings: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class Capability:
+    """An IMAP capability (any one of several)."""
+
+    names: tuple[str, ...]
+
+    @property
+    def label(self) -> str:
+        return " or ".join(self.names)
+
+    def met(self, facts: ServerFacts) -> bool:
+        return any(name in facts.capabilities for name in self.names)
+
+    def used(self, facts: ServerFacts) -> str:
+        """What is used where it is met: the first of the names the server offers."""
+        return next((name for name in self.names if name in facts.capabilities), self.label)
+
+
+@dataclass(frozen=True)
+class RoleMailbox:
+    """A mailbox with this role: marked by SPECIAL-USE or XLIST, or named like one (`imap.mailboxes`)."""
+
+    role: Literal["sent", "drafts", "trash"]
+
+    @property
+    def label(self) -> str:
+        return f"a {self.role.title()} mailbox"
+
+    def met(self, facts: ServerFacts) -> bool:
+        return self.role in facts.roles
+
+    def used(self, facts: ServerFacts) -> str:
+        return self.label
+
+
+@dataclass(frozen=True)
+class KeptKeyword:
+    """A mailbox that keeps a keyword: `\\*` in PERMANENTFLAGS (any new keyword), or this one by name."""
+
+    keyword: str | None = None
+
+    @property
+    def label(self) -> str:
+        also = f" or {self.keyword}" if self.keyword else ""
+        return f"keywords kept (PERMANENTFLAGS with \\*{also})"
+
+    def met(self, facts: ServerFacts) -> bool:
+        if facts.kept_flags is None:
+            return True
+        kept = {flag.lower() for flag in facts.kept_flags}
+        return b"\\*" in kept or (self.keyword is not None and self.keyword.lower().encode() in kept)
+
+    def used(self, facts: ServerFacts) -> str:
+        return self.label
+
+
+@dataclass(frozen=True)
+class SettingOn:
+    """A setting of this server that is set (or not switched off); `label` says which value counts."""
+
+    name: str
+    label: str
+
+    def met(self, facts: ServerFacts) -> bool:
+        return self.name in facts.settings
+
+    def used(self, facts: ServerFacts) -> str:
+        return self.label
+
+
+Requirement = Capability | RoleMailbox | KeptKeyword | SettingOn
+
+
+@dataclass(frozen=True)
+class Need:
+    """What one use of a tool (`use`; None: every use) needs, and what happens without it: it degrades or is
+    refused (`without`), and how, or what to do instead (`effect`, said after "without <requirement>: ")."""
+
+    requirement: Requirement
+    without: Literal["degrades", "refused"]
+    effect: str
+    use: str | None = None
+
+
+#: the settings the needs name (a tool's `needs`, a `SettingOn`), and whether each is set (or on)
+SETTINGS: dict[str, Callable[[Settings], bool]] = {
+    "SMTP_HOST": lambda settings: settings.smtp is not None,
+    "IMAP_MCP_WEBHOOKS": lambda settings: settings.webhooks.enabled,
+}
+
+
+def settings_on(settings: Settings) -> frozenset[str]:
+    """Those of `SETTINGS` that are set (or on) in `settings`."""
+    return frozenset(name for name, is_on in SETTINGS.items() if is_on(settings))
+
+
+@dataclass(frozen=True)
+class Readiness:
+    """One use of a tool on one server: its verdict, and why (what is missing and what happens)."""
+
+    tool: str
+    use: str | None
+    verdict: Verdict
+    detail: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.tool} ({self.use})" if self.use else self.tool
 
 
 @dataclass(frozen=True)
@@ -58,6 +190,33 @@ class ToolSpec:
     writes_when: str | None = None
     #: the setting without which this tool is not offered
     needs: str | None = None
+    #: the uses of this tool that need different things (e.g. "mode: move", "mode: copy"); () = one use
+    uses: tuple[str, ...] = ()
+    #: what it needs of the mail server (and of settings) to work as documented, and what happens without each
+    requires: tuple[Need, ...] = ()
+
+    def readiness(self, facts: ServerFacts) -> list[Readiness]:
+        """Each use of this tool on a server with `facts`: works, degrades, refused, or off (not offered)."""
+        if self.needs is not None and self.needs not in facts.settings:
+            return [
+                Readiness(self.name, use, "off", f"not offered: {self.needs} is not set")
+                for use in self.uses or (None,)
+            ]
+        return [self._use_readiness(use, facts) for use in self.uses or (None,)]
+
+    def needs_of(self, use: str | None) -> list[Need]:
+        """What `use` needs: the needs of every use, and its own."""
+        return [need for need in self.requires if need.use is None or need.use == use]
+
+    def _use_readiness(self, use: str | None, facts: ServerFacts) -> Readiness:
+        needs = self.needs_of(use)
+        missing = [need for need in needs if not need.requirement.met(facts)]
+        refused = [need for need in missing if need.without == "refused"]
+        if not missing:
+            used = list(dict.fromkeys(need.requirement.used(facts) for need in needs))
+            return Readiness(self.name, use, "works", f"with {', '.join(used)}" if used else "")
+        said = "; ".join(f"without {need.requirement.label}: {need.effect}" for need in refused or missing)
+        return Readiness(self.name, use, "refused" if refused else "degrades", said)
 
     def annotations(self, writes: bool = False) -> ToolAnnotations:
         """All four hints, stated; `writes`: the `writes_when` setting is set."""
@@ -75,8 +234,60 @@ class ToolSpec:
 NOTHING_SENT = "Nothing was sent: "
 _ALWAYS = "always: a dialog where the client can show one, else the two-call token"
 
+
+def _moving(use: str, instead: str) -> tuple[Need, ...]:
+    """What taking messages out of a mailbox needs, which a move and a trash-delete (a move to Trash) share."""
+    return (
+        Need(
+            Capability(("MOVE", "UIDPLUS")),
+            "refused",
+            f"nothing could take exactly these messages out of their mailbox ({instead})",
+            use,
+        ),
+        Need(
+            Capability(("MOVE",)),
+            "degrades",
+            "the messages are copied, then exactly these are expunged (UID EXPUNGE): two steps instead of one",
+            use,
+        ),
+    )
+
+
+def _saving_to_sent() -> tuple[Need, ...]:
+    return (
+        Need(
+            RoleMailbox("sent"),
+            "refused",
+            "nothing is sent: create a Sent mailbox, or send with save_to_sent: false",
+            "save_to_sent: true",
+        ),
+    )
+
+
+_WEBHOOKS_ON = Need(
+    SettingOn("IMAP_MCP_WEBHOOKS", "IMAP_MCP_WEBHOOKS on (the default)"),
+    "refused",
+    "the webhook tools only read",
+)
+_SENT_USES = ("save_to_sent: true", "save_to_sent: false")
+
 TOOLS: tuple[ToolSpec, ...] = (
-    ToolSpec("list_mailboxes", "mailboxes", "List mailboxes", True, False, True, "never"),
+    ToolSpec(
+        "list_mailboxes",
+        "mailboxes",
+        "List mailboxes",
+        True,
+        False,
+        True,
+        "never",
+        requires=(
+            Need(
+                Capability(("SPECIAL-USE", "XLIST")),
+                "degrades",
+                "the roles (Sent, Drafts, Trash, Junk, Archive) are found by the mailboxes' names",
+            ),
+        ),
+    ),
     ToolSpec(
         "manage_mailbox",
         "mailboxes",
@@ -87,7 +298,29 @@ TOOLS: tuple[ToolSpec, ...] = (
         "depends",
         asking="delete: always; rename: the two-call token (it can be undone); create: never",
     ),
-    ToolSpec("search_messages", "reading", "Search messages", True, False, True, "never"),
+    ToolSpec(
+        "search_messages",
+        "reading",
+        "Search messages",
+        True,
+        False,
+        True,
+        "never",
+        requires=(
+            Need(
+                Capability(("SORT",)),
+                "degrades",
+                "imap-mcp orders the matches itself, fetching the date of every match (slower in a large mailbox)",
+            ),
+            Need(Capability(("ESEARCH",)), "degrades", "the matching UIDs come as one long list instead of ranges"),
+            Need(Capability(("CONDSTORE",)), "degrades", "no search order is kept: every page searches again"),
+            Need(
+                Capability(("QRESYNC",)),
+                "degrades",
+                "a kept search order learns which matches left by asking about each of them",
+            ),
+        ),
+    ),
     ToolSpec("get_message", "reading", "Read a message", True, False, True, "never"),
     ToolSpec(
         "get_attachments", "reading", "Get attachments", True, False, True, "never", writes_when="IMAP_DOWNLOAD_DIR"
@@ -101,12 +334,88 @@ TOOLS: tuple[ToolSpec, ...] = (
         False,
         "never",
         asking="never: the keyword it sets is not the read state",
+        requires=(
+            Need(
+                KeptKeyword(LISTED_KEYWORD),
+                "refused",
+                "its last look is that keyword on the messages; search_messages with since: finds new mail",
+            ),
+            Need(Capability(("CONDSTORE",)), "degrades", "two calls at the same moment may both list a message"),
+        ),
     ),
-    ToolSpec("set_message_flags", "changes", "Set message flags", False, False, True, "never"),
-    ToolSpec("delete_messages", "changes", "Delete messages", False, True, True, "always", asking=_ALWAYS),
-    ToolSpec("move_messages", "changes", "Move or copy messages", False, True, False, "always", asking=_ALWAYS),
     ToolSpec(
-        "save_draft", "outgoing", "Save a draft", False, False, False, "never", refused_prefix="Nothing was saved: "
+        "set_message_flags",
+        "changes",
+        "Set message flags",
+        False,
+        False,
+        True,
+        "never",
+        uses=("flags", "keywords"),
+        requires=(
+            Need(
+                KeptKeyword(),
+                "refused",
+                "the server would take a keyword and keep nothing; nothing is changed",
+                "keywords",
+            ),
+        ),
+    ),
+    ToolSpec(
+        "delete_messages",
+        "changes",
+        "Delete messages",
+        False,
+        True,
+        True,
+        "always",
+        asking=_ALWAYS,
+        uses=("permanent: false", "permanent: true"),
+        requires=(
+            Need(
+                RoleMailbox("trash"),
+                "refused",
+                "create a Trash mailbox, or delete with permanent: true",
+                "permanent: false",
+            ),
+            *_moving("permanent: false", "copy them with move_messages mode copy"),
+            Need(
+                Capability(("UIDPLUS",)),
+                "refused",
+                "a plain EXPUNGE would also remove what other clients marked \\Deleted; delete to Trash instead",
+                "permanent: true",
+            ),
+        ),
+    ),
+    ToolSpec(
+        "move_messages",
+        "changes",
+        "Move or copy messages",
+        False,
+        True,
+        False,
+        "always",
+        asking=_ALWAYS,
+        uses=("mode: move", "mode: copy"),
+        requires=(
+            *_moving("mode: move", "mode copy still works"),
+            Need(
+                Capability(("UIDPLUS",)),
+                "degrades",
+                "the new ids are not returned (no COPYUID): search the destination for them",
+            ),
+        ),
+    ),
+    ToolSpec(
+        "save_draft",
+        "outgoing",
+        "Save a draft",
+        False,
+        False,
+        False,
+        "never",
+        refused_prefix="Nothing was saved: ",
+        requires=(Need(RoleMailbox("drafts"), "refused", "create a Drafts mailbox"),),
     ),
     ToolSpec(
         "send_message",
@@ -119,6 +428,8 @@ TOOLS: tuple[ToolSpec, ...] = (
         asking=_ALWAYS,
         refused_prefix=NOTHING_SENT,
         needs="SMTP_HOST",
+        uses=_SENT_USES,
+        requires=_saving_to_sent(),
     ),
     ToolSpec(
         "reply_to_message",
@@ -131,6 +442,8 @@ TOOLS: tuple[ToolSpec, ...] = (
         asking=_ALWAYS,
         refused_prefix=NOTHING_SENT,
         needs="SMTP_HOST",
+        uses=_SENT_USES,
+        requires=_saving_to_sent(),
     ),
     ToolSpec(
         "send_draft",
@@ -155,6 +468,14 @@ TOOLS: tuple[ToolSpec, ...] = (
         True,
         "never",
         asking="never: it acts on notifications, not on mail",
+        requires=(
+            _WEBHOOKS_ON,
+            Need(
+                Capability(("IDLE",)),
+                "degrades",
+                "the watcher (imap-mcp watch) looks for new mail every 5 seconds instead of being told at once",
+            ),
+        ),
     ),
     ToolSpec(
         "set_webhook_outbox_limits",
@@ -166,6 +487,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "never",
         asking="never: it acts on notifications, not on mail",
         open_world=False,
+        requires=(_WEBHOOKS_ON,),
     ),
 )
 BY_NAME = {spec.name: spec for spec in TOOLS}
