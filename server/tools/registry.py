@@ -456,6 +456,16 @@ TOOLS: tuple[ToolSpec, ...] = (
         asking=_ALWAYS,
         refused_prefix=NOTHING_SENT,
         needs="SMTP_HOST",
+        uses=_SENT_USES,
+        requires=(
+            *_saving_to_sent(),
+            Need(RoleMailbox("drafts"), "refused", "there is no draft to send: create a Drafts mailbox"),
+            Need(
+                Capability(("UIDPLUS",)),
+                "degrades",
+                "the draft is sent but stays in Drafts (nothing can expunge exactly it); delete it there",
+            ),
+        ),
     ),
     ToolSpec("get_server_info", "accounts", "Describe this server", True, False, True, "never"),
     ToolSpec("get_webhook_status", "webhooks", "Get webhook status", True, False, True, "never", open_world=False),

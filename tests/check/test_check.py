@@ -33,6 +33,8 @@ SENDING = [
     "send_message (save_to_sent: false)",
     "reply_to_message (save_to_sent: true)",
     "reply_to_message (save_to_sent: false)",
+    "send_draft (save_to_sent: true)",
+    "send_draft (save_to_sent: false)",
 ]
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 from check_output import run_check
-from harness import Account, Person, message_ids, run_cli, structured
+from harness import Account, Person, append_message, message_ids, run_cli, structured
 from imapclient import IMAPClient
 from mcp import Client
 from smtp_capture import SENDER, CaptureSMTP
@@ -48,6 +48,8 @@ NOT_WORKS: dict[str, dict[str, str]] = {
         "move_messages (mode: move)": "degrades",
     },
     "mailutils": {  # none of them, nor SORT or UIDPLUS, and no keywords
+        "send_draft (save_to_sent: true)": "degrades",
+        "send_draft (save_to_sent: false)": "degrades",
         "list_mailboxes": "degrades",
         "search_messages": "degrades",
         "list_new_messages": "refused",
@@ -120,6 +122,11 @@ def probes(account: Account) -> dict[str, Probe]:
             "reply_to_message",
             lambda ids: {"id": ids["Team lunch on Friday?"][0], "body": "Yes\n", "save_to_sent": False},
         ),
+        "send_draft (save_to_sent: true)": ("send_draft", lambda ids: {"id": new_draft(account)}),
+        "send_draft (save_to_sent: false)": (
+            "send_draft",
+            lambda ids: {"id": new_draft(account), "save_to_sent": False},
+        ),
         "delete_messages (permanent: false)": ("delete_messages", lambda ids: {"ids": ids["Your weekly deals"]}),
         "delete_messages (permanent: true)": (
             "delete_messages",
@@ -138,6 +145,17 @@ def probes(account: Account) -> dict[str, Probe]:
         "set_webhook_enabled": ("set_webhook_enabled", lambda ids: {"enabled": False}),
         "set_webhook_outbox_limits": ("set_webhook_outbox_limits", lambda ids: {"reset": True}),
     }
+
+
+def new_draft(account: Account) -> str:
+    """The id of a new draft to send, of this account's own address."""
+    uid = append_message(
+        account,
+        b"From: demo@example.org\r\nTo: zoe@example.com\r\nSubject: Draft to send\r\n\r\nHi\r\n",
+        "Drafts",
+        (b"\\Draft",),
+    )
+    return next(i for i in message_ids(account, "Drafts") if i.endswith(f".{uid}"))
 
 
 def inbox_ids_by_subject(account: Account) -> dict[str, list[str]]:

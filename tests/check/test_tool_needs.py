@@ -115,6 +115,8 @@ def test_with_nothing_what_is_refused_degrades_or_is_off() -> None:
         "send_message (save_to_sent: false)",
         "reply_to_message (save_to_sent: true)",
         "reply_to_message (save_to_sent: false)",
+        "send_draft (save_to_sent: true)",
+        "send_draft (save_to_sent: false)",
     }
 
 
