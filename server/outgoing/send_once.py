@@ -36,7 +36,7 @@ from ..errors import ImapMcpError
 from ..imap.message_ids import MessageRef
 from ..imap.pool import ImapPool
 from ..logs import get_logger
-from ..store.ledger import Begun, Entry, Ledger, approval_key, ledger_at, running_lifetime
+from ..store.ledger import Begun, Entry, Ledger, approval_key, begin_at, ledger_at, running_lifetime
 from .compose import (
     HEADER_PARSE_ERRORS,
     Draft,
@@ -179,16 +179,17 @@ class Sender:
         its copy in `sent_box`, mark `original` answered (a reply), and take `draft` out of Drafts (a draft sent)."""
         message_id = message_id_for(approved.evidence, outgoing.sender)
         key = approval_key(self.account, approved.tool, approved.evidence.hex())
-        ledger = await anyio.to_thread.run_sync(self._ledger)
-        begun = await anyio.to_thread.run_sync(ledger.begin, key, self.account, approved.tool, self.running_lifetime)
+        ledger, begun = await anyio.to_thread.run_sync(
+            begin_at, self.store_url, key, self.account, approved.tool, self.running_lifetime
+        )
         if not begun.owned:
             return self._held_back(begun, message_id, len(outgoing.recipients.everyone))
         holder = begun.holder
         assert holder is not None
-        attempt = await anyio.to_thread.run_sync(_attempt, outgoing, message_id, sent_box)
-        try:
+        try:  # nothing has left yet: whatever fails here lets a replay of the approval send it
+            attempt = await anyio.to_thread.run_sync(_attempt, outgoing, message_id, sent_box)
             handing_over = await anyio.to_thread.run_sync(ledger.advance, key, holder, "handing_over")
-        except ImapMcpError:
+        except Exception:
             await self._release(ledger, key, holder)
             raise
         if not handing_over:  # another attempt took over a row it judged dead: it sends
