@@ -93,14 +93,14 @@ def log_in(connection: smtplib.SMTP, settings: SmtpSettings) -> str | None:
 def dot_stuffed(chunks: Iterable[bytes]) -> Iterator[bytes]:
     """`chunks` (CRLF lines) as DATA carries them: a dot that starts a line doubled, wherever the pieces are cut;
     the last line ended by CRLF."""
-    at_line_start, last = True, b"\r\n"
+    at_line_start, tail = True, b"\r\n"
     for chunk in chunks:
         if not chunk:
             continue
         stuffed = chunk.replace(b"\n.", b"\n..")
         yield b"." + stuffed if at_line_start and chunk.startswith(b".") else stuffed
-        at_line_start, last = chunk.endswith(b"\n"), chunk
-    if not last.endswith(b"\r\n"):
+        at_line_start, tail = chunk.endswith(b"\n"), (tail + chunk[-2:])[-2:]
+    if tail != b"\r\n":
         yield b"\r\n"
 
 
