@@ -363,7 +363,10 @@ class Sender:
         try:
             kept = await self.pool.run(lambda c: mark_original(c, original, flag))
         except ImapMcpError as exc:
-            result.problems.append(f"{what.capitalize()} was sent, but marking the original {marked} failed: {exc}")
+            keywords = "" if flag == ANSWERED else " (a server may take no keywords)"
+            result.problems.append(
+                f"{what.capitalize()} was sent, but marking the original {marked} failed{keywords}: {exc}"
+            )
             return False
         if not kept:
             result.problems.append(
