@@ -161,8 +161,8 @@ def _read_under(directory: Path, names: list[str], shown: str, limit: int) -> by
             raise AttachmentRefused(f"{shown[:200]!r} in IMAP_UPLOAD_DIR is not a regular file; give a file's path.")
         if status.st_size > limit:
             raise AttachmentRefused(
-                f"{shown[:200]!r} is {status.st_size} bytes, more than the {limit} a message may have in all "
-                "(SMTP_MAX_MESSAGE_BYTES). Send a smaller file."
+                f"{shown[:200]!r} is {status.st_size} bytes, more than the {limit} left of what a message may have "
+                "in all (SMTP_MAX_MESSAGE_BYTES). Send a smaller file, or fewer attachments."
             )
         with os.fdopen(opened.pop(), "rb") as file:
             data = file.read(limit + 1)

@@ -42,6 +42,7 @@ _FWD_PREFIX = re.compile(r"^\s*(fwd?|fw)\s*:", re.IGNORECASE)
 _CONTROLS = re.compile(f"[{CONTROL_CHARACTERS}]+")
 _QUOTED_HEADERS = (("From", "sender"), ("Date", "date"), ("Subject", "subject"), ("To", "to"), ("Cc", "cc"))
 _MAX_LINE = 998
+_BLOCK = (_MAX_LINE + 2) // 2
 
 
 @dataclass(frozen=True)
@@ -124,14 +125,20 @@ def _carried_as_is(raw: bytearray) -> bool:
     """Whether `raw` is mail SMTP carries unchanged: CRLF line ends only, lines of at most 998 bytes, no NUL."""
     if b"\x00" in raw or not raw.count(b"\r") == raw.count(b"\n") == raw.count(b"\r\n"):
         return False
-    start = 0
-    while start < len(raw):
-        end = raw.find(b"\r\n", start)
-        end = len(raw) if end < 0 else end
-        if end - start > _MAX_LINE:
-            return False
-        start = end + 2
-    return True
+    return not _has_long_line(raw)
+
+
+def _has_long_line(raw: bytearray) -> bool:
+    """Whether a line of `raw` (CRLF lines) is longer than 998 bytes. A longer line is a run of 1,000 bytes or more
+    without LF, which holds a whole block of `_BLOCK` bytes aligned on `_BLOCK`: only such blocks are measured."""
+    for start in range(0, len(raw), _BLOCK):
+        if raw.find(b"\n", start, start + _BLOCK) < 0:
+            line_start = raw.rfind(b"\n", 0, start) + 1
+            line_end = raw.find(b"\n", start)
+            length = (line_end - 1 if line_end >= 0 else len(raw)) - line_start
+            if length > _MAX_LINE:
+                return True
+    return False
 
 
 @dataclass(frozen=True)
