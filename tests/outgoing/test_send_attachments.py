@@ -207,11 +207,11 @@ async def test_without_an_upload_folder_files_from_disk_are_refused(
             {"name": "a.bin", "mime_type": "application/pdf", "content_base64": "not base64!"},
             "is not base64",
             id="bad-base64",
-        ),  # fmt: skip
+        ),
         pytest.param({"name": "a.bin", "mime_type": "pdf", "content_base64": "AAAA"}, "type/subtype", id="bad-type"),
         pytest.param(
             {"name": "a", "mime_type": "multipart/mixed", "content_base64": "AAAA"}, "type/subtype", id="structure-type"
-        ),  # fmt: skip
+        ),
         pytest.param({"id": "imap.nothing", "path": "a"}, "attachments", id="two-sources-in-one"),
     ],
 )
