@@ -106,7 +106,7 @@ def build_server(
     mailboxes.register(mcp, pool, guard)
     reading.register(mcp, pool, settings.download_dir)
     changes.register(mcp, pool, guard, settings.webhooks.store_url)
-    outgoing.register(mcp, pool, guard, settings.smtp, settings.webhooks.store_url)
+    outgoing.register(mcp, pool, guard, settings.smtp, settings.webhooks.store_url, settings.outgoing_files)
     accounts.register(mcp, account, pool, guard)
     webhooks.register(mcp, settings.webhooks, settings.imap)
     if settings.spec_fixtures:

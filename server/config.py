@@ -105,6 +105,19 @@ class SmtpSettings:
     oauth: OAuthSettings | None = None
 
 
+#: SMTP_MAX_MESSAGE_BYTES by default: what submission servers commonly take
+DEFAULT_MAX_MESSAGE_BYTES = 25 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class OutgoingFiles:
+    """What outgoing mail may carry: files from IMAP_UPLOAD_DIR (None: no files from disk), and SMTP_MAX_MESSAGE_BYTES
+    in all (also for a saved draft)."""
+
+    upload_dir: Path | None = None
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+
+
 MIN_SEAL_KEY_LENGTH = 32
 
 
@@ -119,6 +132,8 @@ class Settings:
     seal_keys: tuple[Secret, ...] = field(default=(), repr=False)
     #: IMAP_DOWNLOAD_DIR: where get_attachments writes files; None = return them inline
     download_dir: Path | None = None
+    #: IMAP_UPLOAD_DIR, SMTP_MAX_MESSAGE_BYTES: the files outgoing mail may carry
+    outgoing_files: OutgoingFiles = field(default_factory=OutgoingFiles)
     #: IMAP_MCP_SPEC_FIXTURES: register the conformance-suite fixtures (test-only)
     spec_fixtures: bool = False
     #: IMAP_MCP_WEBHOOKS, IMAP_MCP_STORE*, IMAP_MCP_WEBHOOK_*: the new-mail webhook and its store
@@ -229,6 +244,26 @@ def _download_dir(env: Mapping[str, str]) -> Path | None:
     return path.resolve()
 
 
+def _upload_dir(env: Mapping[str, str]) -> Path | None:
+    raw = env.get("IMAP_UPLOAD_DIR", "").strip()
+    if not raw:
+        return None
+    path = Path(raw).expanduser()
+    if not path.is_dir() or not os.access(path, os.R_OK | os.X_OK):
+        raise ConfigError(f"IMAP_UPLOAD_DIR={raw!r} is not valid: use an existing directory this user can read.")
+    return path.resolve()
+
+
+def _outgoing_files(env: Mapping[str, str]) -> OutgoingFiles:
+    raw = env.get("SMTP_MAX_MESSAGE_BYTES", "").strip()
+    if raw and (not raw.isdigit() or int(raw) < 1024):
+        raise ConfigError(
+            f"SMTP_MAX_MESSAGE_BYTES={raw!r} is not valid: use a whole number of bytes, at least 1024 "
+            f"(default {DEFAULT_MAX_MESSAGE_BYTES})."
+        )
+    return OutgoingFiles(_upload_dir(env), int(raw) if raw else DEFAULT_MAX_MESSAGE_BYTES)
+
+
 def _tls_mode(env: Mapping[str, str], protocol: str, host: str) -> TlsMode:
     """`<protocol>_TLS` (default implicit); `none` only for a loopback `<protocol>_HOST`."""
     tls: TlsMode = _choice(env, f"{protocol}_TLS", TLS_MODES, "implicit")  # type: ignore[assignment]
@@ -335,6 +370,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         elicitation=elicitation,
         seal_keys=key_list(env),
         download_dir=_download_dir(env),
+        outgoing_files=_outgoing_files(env),
         spec_fixtures=flag(env, "IMAP_MCP_SPEC_FIXTURES", False),
         webhooks=load_webhook_settings(env),
     )

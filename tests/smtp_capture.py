@@ -130,7 +130,7 @@ class _Handler:
             authenticated=bool(session.authenticated),
             tls=session.ssl is not None or self.owner.implicit_tls,
         )
-        self.owner.record(message, received)
+        self.owner.record(message, received, raw)
         return "250 2.0.0 OK: queued"
 
 
@@ -216,6 +216,8 @@ class CaptureSMTP:
         self.gate = gate
         self.messages: list[EmailMessage] = []
         self.envelopes: list[Received] = []
+        #: each message's bytes as DATA carried them (dots unstuffed, CRLF line ends)
+        self.raw: list[bytes] = []
         self._lock = threading.Lock()
         self._tmp = Path(tempfile.mkdtemp(prefix="smtp."))
         self.cafile: Path | None = None
@@ -245,10 +247,11 @@ class CaptureSMTP:
         )
         return AuthResult(success=ok, handled=False)
 
-    def record(self, message: EmailMessage, received: Received) -> None:
+    def record(self, message: EmailMessage, received: Received, raw: bytes = b"") -> None:
         with self._lock:
             self.messages.append(message)
             self.envelopes.append(received)
+            self.raw.append(raw)
 
     def start(self) -> CaptureSMTP:
         self.controller.start()

@@ -28,6 +28,7 @@ from email.utils import format_datetime
 from imap_mcp.protocol.texts import shown, word
 
 from ..errors import OutgoingError
+from .wire import FileToSend, attach, describe_files
 
 #: at most this many recipients (to, cc and bcc together) in one message
 MAX_RECIPIENTS = 100
@@ -177,6 +178,7 @@ class Draft:
     body: str
     in_reply_to: str | None = None
     references: tuple[str, ...] = field(default=())
+    attachments: tuple[FileToSend, ...] = field(default=())
 
     @property
     def body_sha256(self) -> str:
@@ -224,6 +226,8 @@ def _assemble(draft: Draft, message_id: str, when: dt.datetime) -> EmailMessage:
     if draft.references:
         message["References"] = " ".join(draft.references)
     message.set_content(draft.body)
+    for file in draft.attachments:
+        attach(message, file)
     return message
 
 
@@ -251,4 +255,4 @@ def describe_for_approval(draft: Draft, reply_in: str | None = None) -> str:
     else:
         lines.append(f"Subject, as written by the assistant: {shown(draft.subject)}")
     lines.append(f"Body, as written by the assistant: {len(draft.body)} characters of plain text.")
-    return "\n".join(lines)
+    return "\n".join(lines + describe_files(draft.attachments))

@@ -13,6 +13,7 @@ import copy
 import datetime as dt
 import hashlib
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from email.headerregistry import Address
 from email.message import EmailMessage
@@ -39,6 +40,7 @@ from .compose import (
     unique_recipients,
     wire_bytes,
 )
+from .wire import FileToSend, attach
 
 DRAFT_FLAGS = (b"\\Draft", b"\\Seen")
 
@@ -74,9 +76,10 @@ def draft_message(
     body: str,
     in_reply_to: str | None = None,
     references: tuple[str, ...] = (),
+    files: Sequence[FileToSend] = (),
 ) -> EmailMessage:
-    """The draft as a message: checked addresses, one-line subject, threading headers for a reply; no From when the
-    account's sending address is not known."""
+    """The draft as a message: checked addresses, one-line subject, threading headers for a reply, `files` attached
+    (as placeholders: `wire.Wire` writes them); no From when the account's sending address is not known."""
     message = EmailMessage()
     if sender is not None:
         message["From"] = sender
@@ -91,6 +94,8 @@ def draft_message(
     if references:
         message["References"] = " ".join(references)
     message.set_content(check_body(body))
+    for file in files:
+        attach(message, file)
     return message
 
 
@@ -99,9 +104,11 @@ def new_recipients(to: list[str], cc: list[str]) -> Recipients:
     return unique_recipients((parse_address(a, "To") for a in to), (parse_address(a, "Cc") for a in cc))
 
 
-def append_draft(client: Session, message: EmailMessage) -> SavedDraft:
+def append_draft(client: Session, message: EmailMessage, whole: bytes | None = None) -> SavedDraft:
+    """APPEND the draft (`whole`: its bytes as written, attachments included; default: `message` serialised)."""
     mailbox = drafts_mailbox(client)
-    filed = append_and_read_back(client, mailbox, wire_bytes(message), DRAFT_FLAGS, message_id=message["Message-ID"])
+    data = wire_bytes(message) if whole is None else whole
+    filed = append_and_read_back(client, mailbox, data, DRAFT_FLAGS, message_id=message["Message-ID"])
     if filed.uid is None:
         return SavedDraft(mailbox, None, None)
     return SavedDraft(mailbox, filed.uidvalidity, filed.uid, filed.flags)

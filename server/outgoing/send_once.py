@@ -31,8 +31,8 @@ from typing import Literal
 import anyio.to_thread
 from pydantic import BaseModel, Field
 
-from ..config import SmtpSettings
-from ..errors import ImapMcpError
+from ..config import DEFAULT_MAX_MESSAGE_BYTES, SmtpSettings
+from ..errors import ImapMcpError, OutgoingError
 from ..imap.message_ids import MessageRef
 from ..imap.pool import ImapPool
 from ..logs import get_logger
@@ -44,11 +44,12 @@ from .compose import (
     build_message,
     message_id_for,
     unbuildable,
-    wire_bytes,
 )
 from .drafts import remove_draft
-from .sent_mailbox import SEEN, file_sent_copy, mark_answered, sent_mailbox
-from .smtp import SendFailed, SendOutcomeUnknown, send
+from .forward import FORWARDED
+from .sent_mailbox import ANSWERED, SEEN, file_sent_copy, mark_original, sent_mailbox
+from .smtp import SendFailed, SendOutcomeUnknown, send, size_limit
+from .wire import Payload, Wire
 
 Approver = Literal["dialog", "push", "token"]
 UNCONFIRMED_EARLIER = (
@@ -81,13 +82,18 @@ class SendResult(BaseModel):
     answered: bool | None = Field(
         default=None, description="For a reply: whether the server kept the original marked answered."
     )
+    forwarded: bool | None = Field(
+        default=None,
+        description="For a forward: whether the server kept the original marked $Forwarded (a server may keep no "
+        "keywords).",
+    )
     draft_removed: bool | None = Field(
         default=None, description="For a draft sent: whether it left the Drafts mailbox."
     )
     problems: list[str] = Field(
         default_factory=list,
         description="Follow-up steps that failed without changing the status: filing the Sent copy, marking the "
-        "original answered, recording the outcome.",
+        "original answered or forwarded, recording the outcome.",
     )
     approved_by: Approver | None = Field(
         default=None,
@@ -109,32 +115,41 @@ class Approved:
 
 @dataclass(frozen=True)
 class Outgoing:
-    """A message ready to go but for what each approval gives it: `build(message_id, when)` writes it whole. Built
-    before anyone is asked, so what cannot be written as mail is refused then (`check`)."""
+    """A message ready to go but for what each approval gives it: `build(message_id, when)` writes it, each of
+    `payloads` (its attachments' bytes) standing in it as a placeholder (`wire.Wire`). Built before anyone is asked,
+    so what cannot be written as mail is refused then (`check`)."""
 
     sender: Address
     recipients: Recipients
     build: Callable[[str, dt.datetime], EmailMessage]
+    payloads: tuple[Payload, ...] = ()
 
     @classmethod
     def of(cls, draft: Draft) -> Outgoing:
-        return cls(draft.sender, draft.recipients, lambda message_id, when: build_message(draft, message_id, when))
+        return cls(
+            draft.sender,
+            draft.recipients,
+            lambda message_id, when: build_message(draft, message_id, when),
+            tuple(file.payload for file in draft.attachments),
+        )
 
-    def check(self) -> None:
-        """Build and serialise it once with a throwaway Message-ID: `OutgoingError` for what mail cannot carry."""
+    def check(self) -> int:
+        """Build and serialise it once with a throwaway Message-ID: its size in bytes, or `OutgoingError` for what
+        mail cannot carry."""
         try:
-            wire_bytes(self.build("<check.imap-mcp@imap-mcp.invalid>", dt.datetime.now(dt.UTC)))
+            return Wire(self.build("<check.imap-mcp@imap-mcp.invalid>", dt.datetime.now(dt.UTC)), self.payloads).size
         except HEADER_PARSE_ERRORS as exc:
             raise unbuildable(exc) from None
 
 
 @dataclass(frozen=True)
 class _Attempt:
-    """The message of one approval, built once, and where its copy goes (`sent_box` None: no copy)."""
+    """The message of one approval, built once (its attachments' bytes streamed in when written), and where its
+    copy goes (`sent_box` None: no copy)."""
 
     message_id: str
     message: EmailMessage
-    wire: bytes
+    payloads: tuple[Payload, ...]
     when: dt.datetime
     envelope: list[str]
     sent_box: str | None
@@ -147,6 +162,8 @@ class Sender:
     pool: ImapPool
     smtp: SmtpSettings
     store_url: str
+    #: SMTP_MAX_MESSAGE_BYTES: the largest message sent, attachments included
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     running_lifetime: float = field(init=False)
 
     def __post_init__(self) -> None:
@@ -158,11 +175,25 @@ class Sender:
 
     async def before_asking(self, outgoing: Outgoing, save_to_sent: bool) -> str | None:
         """Everything that can refuse a send before a person is asked: the Sent mailbox (when a copy is wanted;
-        its name is returned), the ledger's store, and whether the message can be written as mail."""
+        its name is returned), the ledger's store, whether the message can be written as mail, and its size (at
+        most SMTP_MAX_MESSAGE_BYTES and, with attachments, what the SMTP server says it takes)."""
         sent_box = await self.pool.run(sent_mailbox) if save_to_sent else None
         await anyio.to_thread.run_sync(self._ledger)
-        await anyio.to_thread.run_sync(outgoing.check)  # in a thread: linear in the body
+        size = await anyio.to_thread.run_sync(outgoing.check)  # in a thread: linear in the body
+        self._check_size(size, self.max_message_bytes, "SMTP_MAX_MESSAGE_BYTES")
+        if outgoing.payloads:
+            server_limit = await anyio.to_thread.run_sync(size_limit, self.smtp)
+            if server_limit is not None:
+                self._check_size(size, server_limit, f"the SMTP server {self.smtp.host}'s SIZE")
         return sent_box
+
+    @staticmethod
+    def _check_size(size: int, limit: int, named: str) -> None:
+        if size > limit:
+            raise OutgoingError(
+                f"The message would be {size} bytes with its attachments, more than the {limit} allowed ({named}). "
+                "Send fewer or smaller attachments, or split them over several messages."
+            )
 
     def _ledger(self) -> Ledger:
         return ledger_at(self.store_url)
@@ -174,9 +205,11 @@ class Sender:
         approved: Approved,
         original: MessageRef | None = None,
         draft: MessageRef | None = None,
+        forwarded: MessageRef | None = None,
     ) -> SendResult:
         """Send `outgoing` once for this approval, however often and wherever the approval is replayed; then file
-        its copy in `sent_box`, mark `original` answered (a reply), and take `draft` out of Drafts (a draft sent)."""
+        its copy in `sent_box`, mark `original` answered (a reply) or `forwarded` $Forwarded (a forward), and take
+        `draft` out of Drafts (a draft sent)."""
         message_id = message_id_for(approved.evidence, outgoing.sender)
         key = approval_key(self.account, approved.tool, approved.evidence.hex())
         ledger, begun = await anyio.to_thread.run_sync(
@@ -198,7 +231,9 @@ class Sender:
         if attempt.sent_box is not None:
             await self._file_copy(attempt, attempt.sent_box, result)
         if original is not None and result.status == "sent":
-            result.answered = await self._mark_answered(original, result)
+            result.answered = await self._mark_original(original, ANSWERED, result)
+        if forwarded is not None and result.status == "sent":
+            result.forwarded = await self._mark_original(forwarded, FORWARDED, result)
         if draft is not None and result.status in ("sent", "unconfirmed"):
             result.draft_removed = await self._remove_draft(draft, result)
         get_logger().info(
@@ -217,7 +252,9 @@ class Sender:
     ) -> SendResult:
         """SMTP, then the ledger's record of the outcome; a refusal releases the approval for a retry."""
         try:
-            refused = await anyio.to_thread.run_sync(send, self.smtp, attempt.message, attempt.envelope)
+            refused = await anyio.to_thread.run_sync(
+                send, self.smtp, attempt.message, attempt.envelope, attempt.payloads
+            )
         except SendOutcomeUnknown as exc:
             result = SendResult(
                 status="unconfirmed",
@@ -293,8 +330,9 @@ class Sender:
     async def _file_copy(self, attempt: _Attempt, sent_box: str, result: SendResult) -> None:
         """File the copy in Sent after the send, read back; a failure is a problem, not a failed send."""
         try:
+            whole = await anyio.to_thread.run_sync(Wire(attempt.message, attempt.payloads).whole)
             filed = await self.pool.run(
-                lambda c: file_sent_copy(c, sent_box, attempt.wire, attempt.when, attempt.message_id), retry=False
+                lambda c: file_sent_copy(c, sent_box, whole, attempt.when, attempt.message_id), retry=False
             )
         except ImapMcpError as exc:
             result.problems.append(f"The message was sent, but filing its copy in {sent_box!r} failed: {exc}")
@@ -319,14 +357,23 @@ class Sender:
             )
         return removed
 
-    async def _mark_answered(self, original: MessageRef, result: SendResult) -> bool:
+    async def _mark_original(self, original: MessageRef, flag: bytes, result: SendResult) -> bool:
+        """Mark the original of a reply answered, of a forward $Forwarded; the result says when it did not stay."""
+        what = "the reply" if flag == ANSWERED else "the forward"
+        marked = "answered" if flag == ANSWERED else "$Forwarded (the keyword mail clients show as forwarded)"
         try:
-            kept = await self.pool.run(lambda c: mark_answered(c, original))
+            kept = await self.pool.run(lambda c: mark_original(c, original, flag))
         except ImapMcpError as exc:
-            result.problems.append(f"The reply was sent, but marking the original as answered failed: {exc}")
+            keywords = "" if flag == ANSWERED else " (a server may take no keywords)"
+            result.problems.append(
+                f"{what.capitalize()} was sent, but marking the original {marked} failed{keywords}: {exc}"
+            )
             return False
         if not kept:
-            result.problems.append("The reply was sent, but the server did not keep the original marked answered.")
+            result.problems.append(
+                f"{what.capitalize()} was sent, but the server did not keep the original marked {marked}"
+                + ("." if flag == ANSWERED else ": this mailbox keeps no such keyword.")
+            )
         return kept
 
 
@@ -345,7 +392,7 @@ def _attempt(outgoing: Outgoing, message_id: str, sent_box: str | None) -> _Atte
     return _Attempt(
         message_id=message_id,
         message=message,
-        wire=wire_bytes(message),
+        payloads=outgoing.payloads,
         when=when,
         envelope=[a.addr_spec for a in outgoing.recipients.everyone],
         sent_box=sent_box,

@@ -1,4 +1,5 @@
-"""The IMAP side of sending: the original of a reply, the Sent copy, `\\Answered` — each reported as kept.
+"""The IMAP side of sending: the original of a reply, the Sent copy, `\\Answered` and `$Forwarded` — each reported as
+kept.
 
 Each function takes a logged-in `Session` and is meant to run through `ImapPool.run`;
 `file_sent_copy` must run with `retry=False` (an APPEND run twice leaves two copies).
@@ -63,8 +64,9 @@ def file_sent_copy(client: Session, mailbox: str, message: bytes, when: dt.datet
     return append_and_read_back(client, mailbox, message, (SEEN,), when, message_id)
 
 
-def mark_answered(client: Session, ref: MessageRef) -> bool:
-    """Flag the original of a reply `\\Answered`; whether the server kept it (False if the message is gone)."""
+def mark_original(client: Session, ref: MessageRef, flag: bytes) -> bool:
+    """Flag the original of a reply `\\Answered` (of a forward `$Forwarded`); whether the server kept it, as read
+    back (False if the message is gone, or the server keeps no such keyword)."""
     select_message_mailbox(client, ref, readonly=False)
-    client.add_flags([ref.uid], [ANSWERED], silent=True)
-    return ANSWERED in read_flags(client, [ref.uid]).get(ref.uid, frozenset())
+    client.add_flags([ref.uid], [flag], silent=True)
+    return flag in read_flags(client, [ref.uid]).get(ref.uid, frozenset())

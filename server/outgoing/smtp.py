@@ -7,23 +7,27 @@ subject or the body. `send` runs exactly once: nothing here retries.
 A failure after the whole message (up to the final `.`) went to the server, with no answer to
 it (the connection dropped or timed out), is `SendOutcomeUnknown`: the server may well have
 taken the message, so the caller must not send it again.
+
+The message is written to DATA piece by piece (`wire.Wire`), dots escaped as it goes, never as one
+copy of the whole: smtplib's `send_message` would hold it twice more. MAIL FROM says its SIZE (and
+BODY=8BITMIME when it has 8-bit text and the server takes that), so a server refuses a message too
+large before any of it is sent; `size_limit` asks the server's limit before a person is asked.
 """
 
 from __future__ import annotations
 
+import copy
 import smtplib
 import ssl
+from collections.abc import Iterable, Iterator, Sequence
 from email.message import EmailMessage
-from typing import TYPE_CHECKING
 
 from ..config import SmtpSettings
 from ..errors import OutgoingError
 from ..oauth.errors import OAuthError
 from ..oauth.sasl import smtp_login
 from ..tls import tls_context
-
-if TYPE_CHECKING:
-    from _typeshed import ReadableBuffer
+from .wire import Payload, Wire
 
 
 class SendFailed(OutgoingError):
@@ -35,14 +39,9 @@ class SendOutcomeUnknown(SendFailed):
 
 
 class _Handover(smtplib.SMTP):
-    """Remembers whether the whole message was written to the server (the data ending in CRLF.CRLF)."""
+    """Remembers whether the whole message was written to the server (`_transmit` sets it after the final dot)."""
 
     handed_over = False
-
-    def send(self, s: ReadableBuffer | str) -> None:
-        super().send(s)
-        if isinstance(s, bytes) and s.endswith(b"\r\n.\r\n"):
-            self.handed_over = True
 
 
 class _Smtp(_Handover, smtplib.SMTP):
@@ -91,11 +90,65 @@ def log_in(connection: smtplib.SMTP, settings: SmtpSettings) -> str | None:
     return None
 
 
-def _deliver(settings: SmtpSettings, message: EmailMessage, recipients: list[str]) -> dict[str, str]:
+def dot_stuffed(chunks: Iterable[bytes]) -> Iterator[bytes]:
+    """`chunks` (CRLF lines) as DATA carries them: a dot that starts a line doubled, wherever the pieces are cut;
+    the last line ended by CRLF."""
+    at_line_start, tail = True, b"\r\n"
+    for chunk in chunks:
+        if not chunk:
+            continue
+        stuffed = chunk.replace(b"\n.", b"\n..")
+        yield b"." + stuffed if at_line_start and chunk.startswith(b".") else stuffed
+        at_line_start, tail = chunk.endswith(b"\n"), (tail + chunk[-2:])[-2:]
+    if tail != b"\r\n":
+        yield b"\r\n"
+
+
+def _transmit(
+    connection: _Smtp | _SmtpSsl, sender: str, wire: Wire, recipients: list[str]
+) -> dict[str, tuple[int, bytes]]:
+    """MAIL, RCPT for each recipient, DATA streamed: the recipients refused while the others took it."""
+    options = [f"SIZE={wire.size}"] if connection.has_extn("size") else []
+    if wire.eight_bit and connection.has_extn("8bitmime"):
+        options.append("BODY=8BITMIME")
+    code, answer = connection.mail(sender, options)
+    if code != 250:
+        raise smtplib.SMTPSenderRefused(code, answer, sender)
+    refused: dict[str, tuple[int, bytes]] = {}
+    for address in recipients:
+        code, answer = connection.rcpt(address)
+        if code not in (250, 251):
+            refused[address] = (code, answer)
+    if len(refused) == len(recipients):
+        raise smtplib.SMTPRecipientsRefused(refused)
+    code, answer = connection.docmd("DATA")
+    if code != 354:
+        raise smtplib.SMTPDataError(code, answer)
+    for piece in dot_stuffed(wire.chunks()):
+        connection.send(piece)
+    connection.send(b".\r\n")
+    connection.handed_over = True
+    code, answer = connection.getreply()
+    if code != 250:
+        raise smtplib.SMTPDataError(code, answer)
+    return refused
+
+
+def _from_address(message: EmailMessage) -> str:
+    addresses = getattr(message["From"], "addresses", ())
+    return str(addresses[0].addr_spec) if addresses else ""
+
+
+def _deliver(
+    settings: SmtpSettings, message: EmailMessage, recipients: list[str], payloads: Sequence[Payload]
+) -> dict[str, str]:
+    outgoing = copy.copy(message)
+    del outgoing["Bcc"]  # for the Sent copy only
+    wire = Wire(outgoing, payloads)
     connection = _open(settings)
     try:
         log_in(connection, settings)
-        refused = connection.send_message(message, to_addrs=recipients)
+        refused = _transmit(connection, _from_address(message), wire, recipients)
     except smtplib.SMTPResponseException:
         raise  # the server answered: whatever it said is the outcome
     except OSError as exc:  # smtplib's errors are OSErrors too
@@ -114,15 +167,18 @@ def _deliver(settings: SmtpSettings, message: EmailMessage, recipients: list[str
     return {address: _reply_text(*answer) for address, answer in refused.items()}
 
 
-def send(settings: SmtpSettings, message: EmailMessage, recipients: list[str]) -> dict[str, str]:
-    """Send `message` from its From address to `recipients` (to, cc and bcc); its Bcc header is not transmitted.
+def send(
+    settings: SmtpSettings, message: EmailMessage, recipients: list[str], payloads: Sequence[Payload] = ()
+) -> dict[str, str]:
+    """Send `message` (with its attachments' `payloads` streamed in: `wire.Wire`) from its From address to
+    `recipients` (to, cc and bcc); its Bcc header is not transmitted.
 
     Returns the recipients the server refused while taking the message for the others
     (address → server reply); raises `SendFailed` when it took the message for no one.
     """
     where = _where(settings)
     try:
-        return _deliver(settings, message, recipients)
+        return _deliver(settings, message, recipients, payloads)
     except SendFailed:
         raise
     except OAuthError as exc:
@@ -137,6 +193,11 @@ def send(settings: SmtpSettings, message: EmailMessage, recipients: list[str]) -
         raise SendFailed(f"The SMTP server {where} refused every recipient: {refused}; nothing was sent.") from None
     except smtplib.SMTPSenderRefused as exc:
         answer = _reply_text(exc.smtp_code, exc.smtp_error)
+        if exc.smtp_code == 552:
+            raise SendFailed(
+                f"The SMTP server {where} refused the message as too large ({answer}); nothing was sent. Send fewer "
+                "or smaller attachments."
+            ) from None
         raise SendFailed(
             f"The SMTP server {where} refused the sender {exc.sender!r} ({answer}); nothing was sent. "
             "Check SMTP_FROM: the server may only accept the account's own address."
@@ -154,3 +215,23 @@ def send(settings: SmtpSettings, message: EmailMessage, recipients: list[str]) -
             f"Cannot send through the SMTP server {where}: {getattr(exc, 'strerror', None) or exc}. Check SMTP_HOST "
             "and SMTP_PORT, and that the server is running."
         ) from None
+
+
+def size_limit(settings: SmtpSettings) -> int | None:
+    """The largest message the server says it takes (EHLO SIZE), or None when it names no limit; `SendFailed` when it
+    cannot be reached (asked before a person approves a message with attachments)."""
+    try:
+        connection = _open(settings)
+        try:
+            connection.ehlo_or_helo_if_needed()
+            declared = connection.esmtp_features.get("size", "").strip()
+        finally:
+            connection.close()
+    except SendFailed:
+        raise
+    except (smtplib.SMTPException, OSError) as exc:
+        raise SendFailed(
+            f"Cannot reach the SMTP server {_where(settings)} to learn its size limit: "
+            f"{getattr(exc, 'strerror', None) or exc}. Check SMTP_HOST and SMTP_PORT, and that the server is running."
+        ) from None
+    return int(declared) if declared.isdigit() and int(declared) > 0 else None

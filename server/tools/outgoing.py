@@ -10,22 +10,37 @@ sends nothing and asks no one.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+import datetime as dt
+from collections.abc import Callable, Sequence
 from email.headerregistry import Address
-from typing import Annotated
+from email.message import EmailMessage
+from typing import Annotated, Literal
 
+import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, InputRequiredResult
 from pydantic import BaseModel, Field
 
 from imap_mcp.protocol import ApprovalRequest, Guard
 
-from ..config import SmtpSettings
-from ..errors import ArgumentError
-from ..imap.lookup import current_ref, resolve_one
+from ..config import OutgoingFiles, SmtpSettings
+from ..errors import ArgumentError, OutgoingError
+from ..imap.lookup import MessageSelection, current_ref, resolve_one
 from ..imap.message_ids import MessageRef, encode_id
-from ..imap.pool import ImapPool
-from ..outgoing.approval import send_draft_request, send_request
+from ..imap.pool import Examined, ImapPool, InMailbox
+from ..imap.session import Session
+from ..outgoing.approval import forward_request, send_draft_request, send_request
+from ..outgoing.attachments import (
+    MAX_ATTACHMENTS,
+    AttachmentSource,
+    InlineFile,
+    MailPart,
+    UploadedFile,
+    inline_file,
+    mail_parts,
+    uploaded_file,
+)
 from ..outgoing.compose import (
     MAX_RECIPIENTS,
     MAX_SUBJECT_LENGTH,
@@ -44,9 +59,11 @@ from ..outgoing.drafts import (
     outgoing_copy,
     read_draft,
 )
+from ..outgoing.forward import Forwarded, Mode, forward, read_inline, read_whole
 from ..outgoing.reply import reply_draft
 from ..outgoing.send_once import Approved, Outgoing, Sender, SendResult, describe
 from ..outgoing.sent_mailbox import fetch_original
+from ..outgoing.wire import FileToSend, Wire, attach
 from .arguments import ConfirmToken, DeprecatedMailbox, DeprecatedUid
 from .registry import offer
 from .results import log_change, text_result
@@ -59,6 +76,16 @@ ADDRESSES = "Addresses, each 'alice@example.com' or 'Alice <alice@example.com>'.
 To = Annotated[Sequence[str], Field(min_length=1, max_length=MAX_RECIPIENTS, description=ADDRESSES)]
 Addresses = Annotated[Sequence[str], Field(max_length=MAX_RECIPIENTS, description=ADDRESSES)]
 Body = Annotated[str, Field(max_length=MAX_BODY_CHARS, description="The message text (plain text, sent as written).")]
+Attachments = Annotated[
+    Sequence[AttachmentSource],
+    Field(
+        max_length=MAX_ATTACHMENTS,
+        description="Files to attach, each one of: a part of a message in the mailbox {id, part_id} (as get_message "
+        "lists its attachments); a file under the operator's IMAP_UPLOAD_DIR {path} (relative to it); or bytes "
+        "{name, mime_type, content_base64}. The person approving sees each one's name and size; the approval is "
+        "bound to each one's bytes, so a file changed before the answer is asked about again.",
+    ),
+]
 SaveToSent = Annotated[
     bool,
     Field(
@@ -66,6 +93,38 @@ SaveToSent = Annotated[
         "mail itself (Gmail, Microsoft 365). Either way a repeated call sends nothing more."
     ),
 ]
+
+
+FORWARD_TOOL = "forward_message"
+
+
+async def files_of(
+    pool: ImapPool, sources: Sequence[AttachmentSource], settings: OutgoingFiles
+) -> tuple[FileToSend, ...]:
+    """Each attachment's name, type and bytes, read once, in the caller's order; refused as soon as they come to
+    more than SMTP_MAX_MESSAGE_BYTES together."""
+    files: list[FileToSend] = []
+    for source in sources:
+        room = settings.max_message_bytes - sum(f.size for f in files)
+        if isinstance(source, InlineFile):
+            files.append(await anyio.to_thread.run_sync(inline_file, source))
+        elif isinstance(source, UploadedFile):
+            files.append(await anyio.to_thread.run_sync(uploaded_file, settings.upload_dir, source, room))
+        else:
+            files += await _mail_part(pool, source)
+        if files[-1].size > room:
+            raise OutgoingError(
+                f"The attachments come to more than the {settings.max_message_bytes} bytes a message may have "
+                f"(SMTP_MAX_MESSAGE_BYTES) with {files[-1].name!r}. Send fewer or smaller attachments."
+            )
+    return tuple(files)
+
+
+async def _mail_part(pool: ImapPool, source: MailPart) -> list[FileToSend]:
+    target = resolve_one(source.id, None, None)
+    return await pool.run(
+        InMailbox(target.mailbox, lambda c, examined: mail_parts(c, examined, target, [source.part_id]))
+    )
 
 
 async def _send(
@@ -78,6 +137,7 @@ async def _send(
     confirm_token: str | None,
     original: MessageRef | None = None,
     draft: MessageRef | None = None,
+    forwarded: MessageRef | None = None,
 ) -> CallToolResult | InputRequiredResult:
     """Check, ask, and send once: the common path of every sending tool."""
     sent_box = await sender.before_asking(outgoing, save_to_sent)
@@ -91,7 +151,7 @@ async def _send(
             )
         )
     approved = Approved(request.tool, decision.evidence(), channel.value)
-    result = await sender.send(outgoing, sent_box, approved, original, draft)
+    result = await sender.send(outgoing, sent_box, approved, original, draft, forwarded)
     return text_result(describe(request.summary, result), result)
 
 
@@ -106,7 +166,7 @@ class DraftSaved(BaseModel):
 
 
 def register_save_draft(
-    mcp: MCPServer, pool: ImapPool, from_address: Address | None, own_addresses: frozenset[str]
+    mcp: MCPServer, pool: ImapPool, from_address: Address | None, own_addresses: frozenset[str], files: OutgoingFiles
 ) -> None:
     @offer(
         mcp,
@@ -127,9 +187,11 @@ def register_save_draft(
             str | None, Field(description="The id (imap.…) of a message this draft answers.")
         ] = None,
         reply_all: Annotated[bool, Field(description="With in_reply_to: also to the original's To and Cc.")] = False,
+        attachments: Attachments = (),
     ) -> DraftSaved:
+        attached = await files_of(pool, attachments, files)
         if in_reply_to is None:
-            message = draft_message(from_address, new_recipients(to, cc), subject, body)
+            message = draft_message(from_address, new_recipients(to, cc), subject, body, files=attached)
         else:
             if to or cc or subject:
                 raise ArgumentError(
@@ -146,9 +208,10 @@ def register_save_draft(
             original = await pool.run(lambda c: fetch_original(c, ref))
             reply = reply_draft(original, from_address, own_addresses, body, reply_all)
             message = draft_message(
-                from_address, reply.recipients, reply.subject, reply.body, reply.in_reply_to, reply.references
+                from_address, reply.recipients, reply.subject, reply.body, reply.in_reply_to, reply.references, attached
             )
-        saved = await pool.run(lambda c: append_draft(c, message), retry=False)
+        whole = await anyio.to_thread.run_sync(_draft_bytes, message, attached, files.max_message_bytes)
+        saved = await pool.run(lambda c: append_draft(c, message, whole), retry=False)
         uid_part = (saved.uid,) if saved.uid else ()
         log_change("save_draft", saved.mailbox, uid_part)
         draft_id = (
@@ -159,8 +222,26 @@ def register_save_draft(
         return DraftSaved(mailbox=saved.mailbox, id=draft_id, flags=sorted(f.decode() for f in saved.flags))
 
 
-def register(mcp: MCPServer, pool: ImapPool, guard: Guard, smtp: SmtpSettings | None, store_url: str) -> None:
+def _draft_bytes(message: EmailMessage, attached: Sequence[FileToSend], limit: int) -> bytes:
+    wire = Wire(message, [f.payload for f in attached])
+    if wire.size > limit:
+        raise OutgoingError(
+            f"The draft would be {wire.size} bytes with its attachments, more than the {limit} a message may have "
+            "(SMTP_MAX_MESSAGE_BYTES). Attach fewer or smaller files."
+        )
+    return wire.whole()
+
+
+def register(
+    mcp: MCPServer,
+    pool: ImapPool,
+    guard: Guard,
+    smtp: SmtpSettings | None,
+    store_url: str,
+    files: OutgoingFiles | None = None,
+) -> None:
     """Offer `save_draft`, and the sending tools when SMTP is configured (`SMTP_HOST`)."""
+    files = files or OutgoingFiles()
     username = pool.settings.username
     known = smtp.sender if smtp is not None else username if "@" in username else None
     drafts_from = parse_address(known, "From") if known is not None else None
@@ -169,10 +250,10 @@ def register(mcp: MCPServer, pool: ImapPool, guard: Guard, smtp: SmtpSettings | 
         for a in (drafts_from.addr_spec if drafts_from else "", username, smtp.username if smtp else "")
         if "@" in a
     )
-    register_save_draft(mcp, pool, drafts_from, own_addresses)
+    register_save_draft(mcp, pool, drafts_from, own_addresses, files)
     if smtp is None:
         return
-    sender = Sender(pool, smtp, store_url)
+    sender = Sender(pool, smtp, store_url, files.max_message_bytes)
     from_address = parse_address(smtp.sender, "From")
 
     @offer(
@@ -180,10 +261,11 @@ def register(mcp: MCPServer, pool: ImapPool, guard: Guard, smtp: SmtpSettings | 
         SEND_TOOL,
         guard=guard,
         description=(
-            "Send a new plain-text email from the account. A person is always asked to approve it first, in a "
-            "dialog where the client can show one (recipients, subject and body length); otherwise the first call "
-            "returns a confirm_token and sends nothing. Changing recipients, subject or body asks again. Repeating "
-            "an approved call sends nothing more."
+            "Send a new plain-text email from the account, with attachments if given. A person is always asked to "
+            "approve it first, in a dialog where the client can show one (recipients, subject, body length, each "
+            "attachment's name and size); otherwise the first call returns a confirm_token and sends nothing. "
+            "Changing recipients, subject, body or any attachment asks again. Repeating an approved call sends "
+            "nothing more."
         ),
     )
     async def send_message(
@@ -193,14 +275,21 @@ def register(mcp: MCPServer, pool: ImapPool, guard: Guard, smtp: SmtpSettings | 
         ctx: Context,
         cc: Addresses = (),
         bcc: Addresses = (),
+        attachments: Attachments = (),
         save_to_sent: SaveToSent = True,
         confirm_token: ConfirmToken = None,
     ) -> Annotated[CallToolResult, SendResult] | InputRequiredResult:
+        recipients, checked_subject, checked_body = (
+            parse_recipients(to, cc, bcc),
+            check_subject(subject),
+            check_body(body),
+        )
         draft = Draft(
             sender=from_address,
-            recipients=parse_recipients(to, cc, bcc),
-            subject=check_subject(subject),
-            body=check_body(body),
+            recipients=recipients,
+            subject=checked_subject,
+            body=checked_body,
+            attachments=await files_of(pool, attachments, files),
         )
         request = send_request(SEND_TOOL, sender.account, draft)
         return await _send(sender, guard, ctx, request, Outgoing.of(draft), save_to_sent, confirm_token)
@@ -223,6 +312,7 @@ def register(mcp: MCPServer, pool: ImapPool, guard: Guard, smtp: SmtpSettings | 
             str | None, Field(description="The id (imap.…) of the message to answer, as a tool returned it.")
         ] = None,
         reply_all: Annotated[bool, Field(description="true: also to the original's To and Cc.")] = False,
+        attachments: Attachments = (),
         save_to_sent: SaveToSent = True,
         confirm_token: ConfirmToken = None,
         mailbox: DeprecatedMailbox = None,
@@ -232,6 +322,7 @@ def register(mcp: MCPServer, pool: ImapPool, guard: Guard, smtp: SmtpSettings | 
         ref = await pool.run(lambda c: current_ref(c, target))
         original = await pool.run(lambda c: fetch_original(c, ref))
         draft = reply_draft(original, from_address, own_addresses, body, reply_all)
+        draft = dataclasses.replace(draft, attachments=await files_of(pool, attachments, files))
         request = send_request(REPLY_TOOL, sender.account, draft, ref)
         return await _send(sender, guard, ctx, request, Outgoing.of(draft), save_to_sent, confirm_token, original=ref)
 
@@ -241,8 +332,9 @@ def register(mcp: MCPServer, pool: ImapPool, guard: Guard, smtp: SmtpSettings | 
         guard=guard,
         description=(
             "Send a draft saved in the Drafts mailbox, by its id (search_messages in Drafts lists them, is_draft "
-            "true), as it is saved: its recipients, subject, text and attachments. A person is always asked to "
-            "approve it first, as for send_message; a draft edited since (a new id) is asked about again. Once sent "
+            "true), as it is saved: its recipients, subject, text and attachments (attachments adds more). A person is "
+            "always asked to approve it first, as for send_message; a draft edited since (a new id) is asked about "
+            "again. Once sent "
             "it leaves Drafts, a copy is filed in Sent, and the original of a reply (in INBOX) is marked answered. "
             "Repeating an approved call sends nothing more."
         ),
@@ -250,6 +342,7 @@ def register(mcp: MCPServer, pool: ImapPool, guard: Guard, smtp: SmtpSettings | 
     async def send_draft(
         id: Annotated[str, Field(description="The draft's id (imap.…), as save_draft or search_messages gave it.")],
         ctx: Context,
+        attachments: Attachments = (),
         save_to_sent: SaveToSent = True,
         confirm_token: ConfirmToken = None,
     ) -> Annotated[CallToolResult, SendResult] | InputRequiredResult:
@@ -270,12 +363,59 @@ def register(mcp: MCPServer, pool: ImapPool, guard: Guard, smtp: SmtpSettings | 
         if saved.in_reply_to is not None:
             in_reply_to = saved.in_reply_to
             original = await pool.run(lambda c: original_in_inbox(c, in_reply_to))
-        outgoing = Outgoing(
-            from_address,
-            saved.recipients,
-            lambda message_id, when: outgoing_copy(saved, from_address, message_id, when),
-        )
-        request = send_draft_request("send_draft", sender.account, saved, from_address.addr_spec)
+        added = await files_of(pool, attachments, files)
+
+        def build(message_id: str, when: dt.datetime) -> EmailMessage:
+            message = outgoing_copy(saved, from_address, message_id, when)
+            for file in added:
+                attach(message, file)
+            return message
+
+        outgoing = Outgoing(from_address, saved.recipients, build, tuple(f.payload for f in added))
+        request = send_draft_request("send_draft", sender.account, saved, from_address.addr_spec, added)
         return await _send(
             sender, guard, ctx, request, outgoing, save_to_sent, confirm_token, original=original, draft=ref
         )
+
+    @offer(
+        mcp,
+        FORWARD_TOOL,
+        guard=guard,
+        description=(
+            "Forward a message by its id to to/cc/bcc, with body as a note above it. mode inline: the original's "
+            "text quoted below the note (header lines first), its attachments kept; mode attachment: the whole "
+            "original attached as it is (message/rfc822). Subject 'Fwd: …'. A person is always asked to approve it "
+            "first, as for send_message, bound to exactly this original; once sent the original is marked "
+            "$Forwarded where the server keeps that keyword (the result says whether it did). Repeating an approved "
+            "call sends nothing more."
+        ),
+    )
+    async def forward_message(
+        id: Annotated[str, Field(description="The id (imap.…) of the message to forward, as a tool returned it.")],
+        to: To,
+        ctx: Context,
+        body: Annotated[
+            str, Field(max_length=MAX_BODY_CHARS, description="A note above the forwarded message (plain text).")
+        ] = "",
+        cc: Addresses = (),
+        bcc: Addresses = (),
+        mode: Annotated[
+            Literal["inline", "attachment"],
+            Field(description="inline: quote its text and keep its attachments; attachment: attach it whole."),
+        ] = "inline",
+        save_to_sent: SaveToSent = True,
+        confirm_token: ConfirmToken = None,
+    ) -> Annotated[CallToolResult, SendResult] | InputRequiredResult:
+        recipients, note = parse_recipients(to, cc, bcc), check_body(body)
+        target = resolve_one(id, None, None)
+        original = await pool.run(InMailbox(target.mailbox, _reader(mode, target, files.max_message_bytes)))
+        forwarded = forward(from_address, recipients, note, original, mode)
+        outgoing = Outgoing(from_address, recipients, forwarded.build, forwarded.payloads)
+        request = forward_request(FORWARD_TOOL, sender.account, forwarded, len(note))
+        return await _send(sender, guard, ctx, request, outgoing, save_to_sent, confirm_token, forwarded=original.ref)
+
+
+def _reader(mode: Mode, target: MessageSelection, limit: int) -> Callable[[Session, Examined], Forwarded]:
+    if mode == "inline":
+        return lambda client, examined: read_inline(client, examined, target)
+    return lambda client, examined: read_whole(client, examined, target, limit)

@@ -467,6 +467,18 @@ TOOLS: tuple[ToolSpec, ...] = (
             ),
         ),
     ),
+    ToolSpec(
+        "forward_message",
+        "outgoing",
+        "Forward a message",
+        False,
+        True,
+        False,
+        "always",
+        asking=_ALWAYS,
+        refused_prefix=NOTHING_SENT,
+        needs="SMTP_HOST",
+    ),
     ToolSpec("get_server_info", "accounts", "Describe this server", True, False, True, "never"),
     ToolSpec("get_webhook_status", "webhooks", "Get webhook status", True, False, True, "never", open_world=False),
     ToolSpec(

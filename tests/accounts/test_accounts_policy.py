@@ -139,8 +139,8 @@ async def test_get_server_info_in_both_eras(empty_account: Account, mode: str, d
     ].items()
     assert info["tools"]["offered"] == EVERY_TOOL_WITHOUT_SMTP
     assert info["tools"]["not_offered"] == [
-        {"name": "reply_to_message", "reason": "SMTP_HOST is not set"},
-        {"name": "send_message", "reason": "SMTP_HOST is not set"},
+        {"name": name, "reason": "SMTP_HOST is not set"}
+        for name in ("forward_message", "reply_to_message", "send_draft", "send_message")
     ]
     approvals = info["approvals"]
     expected_channel = ("push" if mode == "legacy" else "dialog") if dialog else "token"

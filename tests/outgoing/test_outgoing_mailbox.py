@@ -11,7 +11,14 @@ from imapclient import IMAPClient
 from imap_mcp.server.imap.message_ids import MessageRef, StaleMessageId
 from imap_mcp.server.outgoing.compose import Draft as OutgoingDraft
 from imap_mcp.server.outgoing.compose import build_message, parse_address, parse_recipients, wire_bytes
-from imap_mcp.server.outgoing.sent_mailbox import SEEN, fetch_original, file_sent_copy, mark_answered, sent_mailbox
+from imap_mcp.server.outgoing.sent_mailbox import (
+    ANSWERED,
+    SEEN,
+    fetch_original,
+    file_sent_copy,
+    mark_original,
+    sent_mailbox,
+)
 from imap_mcp.server.reading.reader import MessageGone
 
 
@@ -71,6 +78,6 @@ def test_a_filed_copy_is_read_back_as_seen_with_its_bcc(client: IMAPClient, sent
 
 def test_the_original_is_marked_answered_and_read_back(client: IMAPClient) -> None:
     ref = ref_of(client, "INBOX", "Team lunch on Friday?")
-    assert mark_answered(client, ref) is True
+    assert mark_original(client, ref, ANSWERED) is True
     client.select_folder("INBOX", readonly=True)
     assert set(client.get_flags([ref.uid])[ref.uid]) == {b"\\Flagged", b"\\Answered"}
