@@ -478,6 +478,15 @@ TOOLS: tuple[ToolSpec, ...] = (
         asking=_ALWAYS,
         refused_prefix=NOTHING_SENT,
         needs="SMTP_HOST",
+        uses=_SENT_USES,
+        requires=(
+            *_saving_to_sent(),
+            Need(
+                KeptKeyword("$Forwarded"),
+                "degrades",
+                "the message is forwarded, but the original is not marked $Forwarded (the result says so)",
+            ),
+        ),
     ),
     ToolSpec("get_server_info", "accounts", "Describe this server", True, False, True, "never"),
     ToolSpec("get_webhook_status", "webhooks", "Get webhook status", True, False, True, "never", open_world=False),

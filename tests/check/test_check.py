@@ -35,6 +35,8 @@ SENDING = [
     "reply_to_message (save_to_sent: false)",
     "send_draft (save_to_sent: true)",
     "send_draft (save_to_sent: false)",
+    "forward_message (save_to_sent: true)",
+    "forward_message (save_to_sent: false)",
 ]
 
 

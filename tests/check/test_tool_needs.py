@@ -117,6 +117,8 @@ def test_with_nothing_what_is_refused_degrades_or_is_off() -> None:
         "reply_to_message (save_to_sent: false)",
         "send_draft (save_to_sent: true)",
         "send_draft (save_to_sent: false)",
+        "forward_message (save_to_sent: true)",
+        "forward_message (save_to_sent: false)",
     }
 
 
