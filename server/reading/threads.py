@@ -56,7 +56,7 @@ ROLES: tuple[Role, ...] = ("inbox", "sent", "archive", "all", "drafts")
 DEFAULT_MAX_MESSAGES = 50
 MAX_MAX_MESSAGES = 200
 #: the most distinct Message-IDs searched for in one call (each in every mailbox)
-MAX_IDS = 600
+MAX_IDS = 300
 #: the most messages whose link headers are read in one call (THREAD candidates and search hits)
 MAX_LINKED = 1000
 #: the most rounds of searching (a round: the start mailbox, then the others, each to its own fixed point)

@@ -20,6 +20,7 @@ from harness import Account, append_message, error_text, message_ids, pool_witho
 from imap_mcp.server.imap.mailbox_state import MailboxState
 from imap_mcp.server.imap.message_ids import MessageRef, decode_id
 from imap_mcp.server.imap.pool import Examined, ImapPool
+from imap_mcp.server.reading import threads
 from imap_mcp.server.reading.thread_bodies import shares
 from imap_mcp.server.reading.thread_links import MAX_REFERENCES, Links, conversation, links_of
 from imap_mcp.server.reading.threads import _thread_fits, thread_containing
@@ -310,6 +311,22 @@ async def test_drafts_are_part_of_the_conversation_trash_and_junk_only_when_aske
     assert not {"Trash", "Junk"} & set(from_inbox["mailboxes"])
     assert [entry["id"] for entry in from_trash["messages"]] == [first, draft, thrown]
     assert spam not in {entry["id"] for entry in from_trash["messages"]}
+
+
+@pytest.mark.dovecot_only(reason="about the tool's bounds, not the server")
+@pytest.mark.parametrize(
+    ("bound", "value", "said"),
+    [("MAX_LINKED", 4, "at most 4 messages read"), ("MAX_IDS", 3, "at most 3 Message-IDs followed")],
+)
+async def test_a_bound_that_stops_the_search_is_named_in_the_answer(
+    empty_account: Account, monkeypatch: pytest.MonkeyPatch, bound: str, value: int, said: str
+) -> None:
+    talk = spread_conversation(empty_account)
+    monkeypatch.setattr(threads, bound, value)
+    async with served(empty_account) as client:
+        found = await thread(client, talk.messages[0][0])
+    assert found["complete"] is False and found["bounded_by"] == [said]
+    assert 1 <= found["total"] < 6 and found["messages"][0]["id"] == talk.messages[0][0]
 
 
 @pytest.mark.dovecot_only(reason="the tool's refusals, not the server's answers")
