@@ -563,6 +563,7 @@ READ_TOOLS = [
     "get_attachments",
     "get_message",
     "get_server_info",
+    "get_thread",
     "get_webhook_status",
     "list_mailboxes",
     "search_messages",

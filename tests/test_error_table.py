@@ -35,6 +35,7 @@ CALLS: dict[str, dict[str, Any]] = {
     "search_messages": {},
     "get_message": {"id": ID},
     "get_attachments": {"id": ID},
+    "get_thread": {"id": ID},
     "list_new_messages": {},
     "set_message_flags": {"ids": [ID], "add": ["\\Seen"]},
     "delete_messages": {"ids": [ID]},
@@ -54,6 +55,7 @@ ANSWERS_WITH_A_PROBLEM = {"get_server_info"}
 REPHRASED = {
     ("NoSuchMailbox", "get_message"): "no longer exists",
     ("NoSuchMailbox", "get_attachments"): "no longer exists",
+    ("NoSuchMailbox", "get_thread"): "no longer exists",
 }
 
 

@@ -65,6 +65,7 @@ CALLS: dict[str, Arguments] = {
     "search_messages": lambda account, run: {"from": "bob"},
     "get_message": lambda account, run: {"id": message_ids(account, "INBOX")[0]},
     "get_attachments": lambda account, run: {"id": message_ids(account, "INBOX")[3]},
+    "get_thread": lambda account, run: {"id": message_ids(account, "INBOX")[6], "include_bodies": True},
     "list_new_messages": lambda account, run: {},
     "set_message_flags": lambda account, run: {"ids": [fresh_message(account, run)], "add": ["\\Flagged"]},
     "save_draft": lambda account, run: {"to": ["alice@example.com"], "subject": f"s{run}", "body": "x"},

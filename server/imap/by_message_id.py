@@ -59,12 +59,12 @@ def uids_with_message_id(client: Session, message_id: str) -> list[int]:
     return sorted(uid for uid, found in message_ids_of(client, hits).items() if found == message_id)
 
 
-def chunks(message_ids: list[str]) -> Iterator[list[str]]:
-    """The Message-IDs in groups of at most `CHUNK_IDS`, each about `CHUNK_BYTES` long at most."""
+def chunks(message_ids: list[str], max_ids: int = CHUNK_IDS, max_bytes: int = CHUNK_BYTES) -> Iterator[list[str]]:
+    """The Message-IDs in groups of at most `max_ids`, each about `max_bytes` long at most."""
     group: list[str] = []
     size = 0
     for message_id in message_ids:
-        if group and (len(group) == CHUNK_IDS or size + len(message_id) > CHUNK_BYTES):
+        if group and (len(group) == max_ids or size + len(message_id) > max_bytes):
             yield group
             group, size = [], 0
         group.append(message_id)
@@ -73,9 +73,10 @@ def chunks(message_ids: list[str]) -> Iterator[list[str]]:
         yield group
 
 
-def any_message_id(message_ids: list[str]) -> bytes:
-    """SEARCH criteria matching any of `message_ids`: `OR OR a b c` (prefix ORs), each a quoted string."""
-    terms = [b"HEADER Message-ID " + _quoted(message_id) for message_id in message_ids]
+def any_message_id(message_ids: list[str], fields: tuple[str, ...] = ("Message-ID",)) -> bytes:
+    """SEARCH criteria matching any of `message_ids` in any of the header `fields`: `OR OR a b c` (prefix ORs),
+    each a quoted string (HEADER matches substrings: `In-Reply-To`, `References` hold several ids)."""
+    terms = [f"HEADER {field} ".encode() + _quoted(message_id) for message_id in message_ids for field in fields]
     return b"OR " * (len(terms) - 1) + b" ".join(terms)
 
 

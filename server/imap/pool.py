@@ -16,7 +16,8 @@ naming the command and the server's last line, never a raw exception.
 An `InMailbox` operation reads one mailbox. The pool EXAMINEs it (read-only, so nothing it
 does can change flags) and remembers that the connection has it examined, so the next read
 of the same mailbox on that connection skips the EXAMINE, which on a large Maildir also
-saves the server re-reading its UID list. The memory is only a shortcut: before every such
+saves the server re-reading its UID list (of the idle connections, an operation takes the one that
+has its mailbox examined, else one that keeps none: `_choose`). The memory is only a shortcut: before every such
 read the pool sends NOOP, then one STATUS (`mailbox_state.noop_then_status`: the NOOP makes the
 server report new and expunged messages, or drop the session if the mailbox was renumbered), and
 it EXAMINEs again whenever the UIDVALIDITY differs. The STATUS also gives the mailbox's state
@@ -29,13 +30,14 @@ shows flag changes to other sessions only then).
 
 from __future__ import annotations
 
+import contextlib
 import imaplib
 import socket
 import ssl
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -161,6 +163,8 @@ class ImapPool:
         self._idle: list[_Connection] = []
         self._lock = threading.Lock()
         self._slots = threading.BoundedSemaphore(max_size)
+        self._max_size = max_size
+        self._running = 0  #: operations holding one of `_slots` (each holds at most one connection)
         self._shared_slots = shared_slots or threading.BoundedSemaphore(max_size)
         #: worker threads of this pool: a caller waiting for a slot waits here, holding no thread
         self._threads = anyio.CapacityLimiter(max_size)
@@ -176,14 +180,14 @@ class ImapPool:
         self._idle = [c for c in self._idle if now - c.since <= self._idle_seconds]
         return expired
 
-    def _take_idle(self, check: bool) -> _Connection | None:
-        """An idle connection, if any; one idle for longer than `check_after` gets a NOOP first when `check` (an
-        operation that may not be run twice: one that may is simply run again on a fresh connection if this one
-        turns out dropped, so it saves the round trip)."""
+    def _take_idle(self, check: bool, operation: Operation[T], spare_kept: bool = False) -> _Connection | None:
+        """An idle connection for `operation` (`_choose`), if any; one idle for longer than `check_after` gets a
+        NOOP first when `check` (an operation that may not be run twice: one that may is simply run again on a
+        fresh connection if this one turns out dropped, so it saves the round trip)."""
         now = time.monotonic()
         with self._lock:
             expired = self._expired(now)
-            chosen = self._idle.pop() if self._idle else None
+            chosen = self._choose(operation.mailbox if isinstance(operation, InMailbox) else None, spare_kept)
         for item in expired:
             close(item.client)
         if chosen is None:
@@ -197,6 +201,28 @@ class ImapPool:
                 close(chosen.client)
                 return None
         return chosen
+
+    def _choose(self, mailbox: str | None, spare_kept: bool) -> _Connection | None:
+        """Take the idle connection an operation is best run on; call with the lock held.
+
+        The most recently used one that has `mailbox` examined (the mailbox of an `InMailbox` read), else
+        one that keeps no mailbox examined, else the most recent: an operation evicts another mailbox's
+        kept selection only when it has to. With `spare_kept` (an operation that reads other mailboxes
+        than the one a read before it kept examined) none is taken rather than one that keeps a mailbox,
+        while the pool has room for another connection: the caller opens one.
+        """
+        if not self._idle:
+            return None
+
+        def rank(position: int) -> tuple[int, int]:
+            kept = self._idle[position].examined
+            preference = 0 if kept is not None and kept.mailbox == mailbox else 1 if kept is None else 2
+            return preference, -position
+
+        best = min(range(len(self._idle)), key=rank)
+        if spare_kept and rank(best)[0] == 2 and len(self._idle) + self._running <= self._max_size:
+            return None
+        return self._idle.pop(best)
 
     def _open(self) -> _Connection:
         client = self._connector(self.settings)
@@ -260,22 +286,24 @@ class ImapPool:
         connection.examined = None  # the operation may select anything
         return operation(connection.client)
 
-    def run_sync(self, operation: Operation[T], retry: bool = True) -> T:
+    def run_sync(self, operation: Operation[T], retry: bool = True, spare_kept: bool = False) -> T:
         """Run `operation` on a connection of its own; retry once on a fresh one if a reused one dropped.
 
-        Pass `retry=False` for an operation that must not run twice (an APPEND, a send). Whatever
+        Pass `retry=False` for an operation that must not run twice (an APPEND, a send), and `spare_kept`
+        for one that should not take a connection keeping a mailbox examined while another can be opened
+        (`_choose`). Whatever
         imapclient, sockets or TLS raise comes out as a `MailboxError` saying what to do (`failures`).
         The whole of it, retry included, has `settings.timeout` seconds (`imap.deadline`): past that
         its connection is shut down and the `MailboxError` says so.
         """
         try:
-            return self._run_sync(operation, retry)
+            return self._run_sync(operation, retry, spare_kept)
         except LIBRARY_ERRORS as exc:
             raise explain(exc, self.settings, _doing(operation)) from None
 
-    def _run_sync(self, operation: Operation[T], retry: bool) -> T:
-        with self._slots, self._shared_slots, Deadline(self.settings.timeout) as deadline:
-            connection = self._take_idle(check=not retry)
+    def _run_sync(self, operation: Operation[T], retry: bool, spare_kept: bool) -> T:
+        with self._slots, self._shared_slots, Deadline(self.settings.timeout) as deadline, self._counted():
+            connection = self._take_idle(not retry, operation, spare_kept)
             reused = connection is not None
             try:
                 return self._attempt_on(connection or self._open_within(deadline), operation, deadline)
@@ -283,6 +311,17 @@ class ImapPool:
                 if not (reused and retry):
                     raise
             return self._attempt_on(self._open_within(deadline), operation, deadline)
+
+    @contextlib.contextmanager
+    def _counted(self) -> Iterator[None]:
+        """Count the running operation in `_running` while it runs."""
+        with self._lock:
+            self._running += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._running -= 1
 
     def _open_within(self, deadline: Deadline) -> _Connection:
         try:
@@ -322,9 +361,9 @@ class ImapPool:
             "does nothing twice. If the server is just slow, raise IMAP_TIMEOUT."
         )
 
-    async def run(self, operation: Operation[T], retry: bool = True) -> T:
+    async def run(self, operation: Operation[T], retry: bool = True, spare_kept: bool = False) -> T:
         """`run_sync` in a worker thread, so the event loop never waits on the network."""
-        return await anyio.to_thread.run_sync(self.run_sync, operation, retry, limiter=self._threads)
+        return await anyio.to_thread.run_sync(self.run_sync, operation, retry, spare_kept, limiter=self._threads)
 
     def close_all(self) -> None:
         """Close every idle connection and stop the reaper (a connection still in use rejoins the pool later)."""

@@ -322,6 +322,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         ),
     ),
     ToolSpec("get_message", "reading", "Read a message", True, False, True, "never"),
+    ToolSpec("get_thread", "reading", "Read a conversation", True, False, True, "never"),
     ToolSpec(
         "get_attachments", "reading", "Get attachments", True, False, True, "never", writes_when="IMAP_DOWNLOAD_DIR"
     ),
