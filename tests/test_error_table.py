@@ -77,7 +77,7 @@ def instance(kind: type[ImapMcpError]) -> ImapMcpError:
     message = f"{kind.__name__} said what to do"
     try:
         return kind(message)
-    except TypeError:
+    except (TypeError, AttributeError):  # a constructor that takes something else (a status, a check step)
         error = kind.__new__(kind)
         Exception.__init__(error, message)
         return error
