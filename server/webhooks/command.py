@@ -28,6 +28,7 @@ from .rows import (
     parse_auth_header,
     save_endpoint,
 )
+from .status import read_status
 from .watcher import InboxWatcher
 
 #: how often an idle pump looks for due events (retries, or events another process added)
@@ -64,7 +65,7 @@ def run_webhook(settings: Settings, args: argparse.Namespace) -> None:
         store = _store(settings)
         account = settings.imap.account
         if args.webhook_action == "set":
-            _set(store, settings, args.url, args.auth_header)
+            _set(store, settings, args.url, args.auth_header, args.account)
         elif args.webhook_action == "clear":
             with store.transaction() as tx:
                 cleared = clear_endpoint(tx, account)
@@ -75,7 +76,7 @@ def run_webhook(settings: Settings, args: argparse.Namespace) -> None:
         _fail(str(exc))
 
 
-def _set(store: Store, settings: Settings, url: str, auth_header: str | None) -> None:
+def _set(store: Store, settings: Settings, url: str, auth_header: str | None, account_name: str | None) -> None:
     reason = invalid_url_reason(url)
     if reason is not None:
         _fail(f"--url is not valid: {reason}; give the receiver's full https:// URL.")
@@ -91,15 +92,43 @@ def _set(store: Store, settings: Settings, url: str, auth_header: str | None) ->
             "IMAP_MCP_STORE_KEYS is not set: the URL, auth header and signing secret are stored encrypted; set it "
             "to one or more random keys of at least 32 characters (e.g. from: openssl rand -base64 32)."
         )
+    account = settings.imap.account
     with store.transaction() as tx:
-        tx.lock_account(settings.imap.account)
-        saved = load_row(tx, settings.imap.account)
-        if saved is not None and not saved.enabled:
-            drop_queued_while_off(tx, saved)  # turning it on here skips them, as set_webhook_enabled does
-        secret = save_endpoint(tx, cipher, settings.imap.account, url, header)
-    print(f"Webhook of {settings.imap.account} saved and turned on.")
+        tx.lock_account(account)
+        saved = load_row(tx, account)
+        # turning it on here skips the events queued while it was off, as set_webhook_enabled does
+        dropped = drop_queued_while_off(tx, saved) if saved is not None and not saved.enabled else 0
+        secret = save_endpoint(tx, cipher, account, url, header)
+        watcher_running = read_status(tx, account, settings.webhooks, cipher).watcher_running
+    print(f"Webhook of {account} saved and turned on.")
+    if dropped:
+        print(f"Dropped {dropped} event(s) queued while it was off.")
+    for line in next_steps(store, settings, account_name, watcher_running):
+        print(line)
     print("Signing secret (shown only now; give it to the receiver to verify webhook-signature):")
     print(secret)
+
+
+def next_steps(store: Store, settings: Settings, account_name: str | None, watcher_running: bool) -> list[str]:
+    """What must happen for events to arrive: a watcher, with the same store and keys as this command."""
+    watch = "imap-mcp watch" + (f" --account {account_name}" if account_name else "")
+    where = "a PostgreSQL database" if store.postgres else f"the SQLite file {store.url.removeprefix('sqlite:///')}"
+    steps = ["Next steps:"]
+    if not settings.webhooks.enabled:
+        steps.append("- IMAP_MCP_WEBHOOKS=false here: nothing is delivered while webhooks are off on this server.")
+    if watcher_running:
+        steps.append(f"- A watcher ({watch}) is running for this account: new mail is delivered from now on.")
+    else:
+        steps.append(
+            f"- Events are delivered only while a watcher runs, and none is running for this account: start `{watch}` "
+            "and keep it running (e.g. as a service; more than one may run, one is active)."
+        )
+    steps.append(
+        f"- The watcher and every server replica need this command's IMAP_MCP_STORE (here: {where}) and the same "
+        "IMAP_MCP_STORE_KEYS, which decrypt the URL, auth header and secret."
+    )
+    steps.append("- `imap-mcp webhook show` says whether a watcher is running and when it last heard from the mailbox.")
+    return steps
 
 
 def run_watch(settings: Settings) -> None:
