@@ -20,7 +20,7 @@ from .cipher import StoreCipher
 from .delivery import deliver_one
 from .leases import LEASE_SECONDS, hold_lease, release_lease
 from .operations import WebhookAccount, webhook_store
-from .outbox import drop_queued_while_off
+from .outbox import drop_queued_while_off, seal_plain_events
 from .rows import (
     clear_endpoint,
     invalid_url_reason,
@@ -99,6 +99,7 @@ def _set(store: Store, settings: Settings, url: str, auth_header: str | None, ac
         # turning it on here skips the events queued while it was off, as set_webhook_enabled does
         dropped = drop_queued_while_off(tx, saved) if saved is not None and not saved.enabled else 0
         secret = save_endpoint(tx, cipher, account, url, header)
+        seal_plain_events(tx, cipher, account)
         watcher_running = read_status(tx, account, settings.webhooks, cipher).watcher_running
     print(f"Webhook of {account} saved and turned on.")
     if dropped:
@@ -125,7 +126,7 @@ def next_steps(store: Store, settings: Settings, account_name: str | None, watch
         )
     steps.append(
         f"- The watcher and every server replica need this command's IMAP_MCP_STORE (here: {where}) and the same "
-        "IMAP_MCP_STORE_KEYS, which decrypt the URL, auth header and secret."
+        "IMAP_MCP_STORE_KEYS, which decrypt the URL, auth header, secret and events."
     )
     steps.append("- `imap-mcp webhook show` says whether a watcher is running and when it last heard from the mailbox.")
     return steps
