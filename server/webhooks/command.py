@@ -1,4 +1,7 @@
-"""The operator side: `imap-mcp webhook set/show/clear` (the reference's account page) and `imap-mcp watch`."""
+"""The operator side: `imap-mcp webhook set/show/clear` (the reference's account page) and `imap-mcp watch`.
+
+Their arguments and help are `cli`'s, which builds every command's parser without importing this module.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ import sys
 import threading
 import time
 import uuid
-from typing import Any, NoReturn
+from typing import NoReturn
 
 from ..config import Settings
 from ..errors import ImapMcpError
@@ -33,22 +36,6 @@ from .watcher import InboxWatcher
 
 #: how often an idle pump looks for due events (retries, or events another process added)
 PUMP_POLL = 1.0
-
-
-def add_webhook_commands(commands: Any) -> None:
-    """`webhook set|show|clear` and `watch` on the CLI's subcommand parser."""
-    webhook = commands.add_parser("webhook", help="set, show or clear the account's new-mail webhook (operator only)")
-    actions = webhook.add_subparsers(dest="webhook_action", metavar="ACTION", required=True)
-    setting = actions.add_parser("set", help="save and turn on the webhook; prints the signing secret once")
-    setting.add_argument(
-        "--url", required=True, help="where events are POSTed (https://…; plain http:// only to a loopback host)"
-    )
-    setting.add_argument("--auth-header", help="a header sent with every event, e.g. 'Authorization: Bearer …'")
-    show = actions.add_parser("show", help="what get_webhook_status shows (never the URL or secrets)")
-    clear = actions.add_parser("clear", help="remove the webhook and its outbox")
-    watch = commands.add_parser("watch", help="watch INBOX and deliver new-mail events (one active per account)")
-    for parser in (setting, show, clear, watch):
-        parser.add_argument("--account", metavar="NAME", help="the account of IMAP_MCP_ACCOUNTS_FILE (one per watcher)")
 
 
 def _fail(message: str) -> NoReturn:
