@@ -73,7 +73,9 @@ def help_text(wheel: Installed, *command: str) -> str:
 @pytest.mark.parametrize("args", [args[:-1] for args in HELP_COMMANDS[1:]], ids=lambda args: " ".join(args) or "-")
 def test_every_command_has_a_description_and_no_empty_default(wheel: Installed, args: list[str]) -> None:
     text = help_text(wheel, *args)
-    description = text.split("\n\n", 1)[1].split("\noptions:", 1)[0].split("\npositional arguments:", 1)[0]
+    blocks = text.split("\n\n")[1:]  # after the usage: the description's paragraphs, then the sections
+    sections = ("positional arguments:", "options:")
+    description = " ".join(next(iter([blocks[:i] for i, b in enumerate(blocks) if b.startswith(sections)]), []))
     assert len(description.split()) >= 8, text
     assert "(default: None)" not in text and "(default: False)" not in text
 
