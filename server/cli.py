@@ -265,6 +265,9 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     accounts = load_or_exit(load_accounts, os.environ)
     chosen = load_or_exit(lambda _env: stdio_account(accounts, getattr(args, "account", None)), os.environ)
+    if args.command in ("check", "webhook", "watch"):  # serving prints them with its start lines (`announce`)
+        for warning in accounts.warnings:
+            print(f"imap-mcp: {warning}", file=sys.stderr)
     if args.command == "check":
         run_check_command(chosen.settings)
     elif args.command == "webhook":

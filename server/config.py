@@ -96,12 +96,10 @@ SETTING_PREFIXES = ("IMAP_", "SMTP_", "ELICITATION")
 class ConfigError(ImapMcpError, ValueError):
     """Settings are missing or invalid: one line per problem, each naming the variable and what is valid.
 
-    The CLI prints each line and exits with `exit_code`, `CONFIG_ERROR_EXIT` for every setting.
+    The CLI prints each line and exits with `exit_code`, the same for every setting.
     """
 
-    def __init__(self, message: str, exit_code: int = CONFIG_ERROR_EXIT) -> None:
-        super().__init__(message)
-        self.exit_code = exit_code
+    exit_code = CONFIG_ERROR_EXIT
 
 
 class Problems:

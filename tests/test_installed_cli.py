@@ -145,7 +145,8 @@ def test_webhook_set_prints_the_next_steps_and_show_says_no_watcher_runs(
     assert "start `imap-mcp watch`" in printed and "none is running for this account" in printed
     assert f"IMAP_MCP_STORE (here: the SQLite file {store})" in printed and "IMAP_MCP_STORE_KEYS" in printed
     assert done.stdout.splitlines()[-1].startswith("whsec_")  # the secret stays the last line
-    shown = wheel.run(env, "webhook", "show")
+    shown = wheel.run({**env, "IMAP_TIMOUT": "60"}, "webhook", "show")
+    assert shown.stderr == "imap-mcp: IMAP_TIMOUT is set, but it is not a setting: did you mean IMAP_TIMEOUT?\n"
     status = json.loads(shown.stdout)
     assert (status["state"], status["watcher_running"], status["last_heard_at"]) == ("no_watcher", False, None)
     assert "imap-mcp watch" in status["message"]
