@@ -305,7 +305,7 @@ def serve(host: str, port: int) -> None:
 
     The accounts and the HTTP settings are read together, so that one run names every problem of both.
     """
-    from .accounts.loading import load_accounts
+    from .accounts.loading import ACCOUNTS_FILE_VARIABLE, load_accounts
     from .accounts.serving import accounts_http_app
     from .config import Problems
     from .http_access import load_http_settings, require_authentication_off_loopback
@@ -315,7 +315,7 @@ def serve(host: str, port: int) -> None:
     def load(env: Mapping[str, str]) -> Accounts:
         problems = Problems()
         accounts = problems.read(None, load_accounts, env)
-        if not env.get("IMAP_MCP_ACCOUNTS_FILE", "").strip():  # with a file every caller needs an account's token
+        if not env.get(ACCOUNTS_FILE_VARIABLE, "").strip():  # with a file every caller needs an account's token
             http_settings = problems.read(None, load_http_settings, env)
             if http_settings is not None:
                 problems.read(None, require_authentication_off_loopback, host, http_settings)
