@@ -1,4 +1,9 @@
-"""The `imap-mcp` command: stdio (default), serve (HTTP), check and demo."""
+"""The `imap-mcp` command: stdio (default), serve (HTTP), check, auth, demo, webhook and watch.
+
+Until a command runs, only the standard library is imported: `--version` and every `--help`
+answer without loading the SDK, pydantic or imapclient (a second or more on a busy machine).
+Each command imports what it uses when it runs.
+"""
 
 from __future__ import annotations
 
@@ -7,19 +12,71 @@ import functools
 import os
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
-from .accounts.loading import Accounts, load_accounts
-from .config import Settings
-from .logs import setup_logging
-from .startup import announce, load_or_exit
+if TYPE_CHECKING:
+    from .accounts.loading import Accounts
+    from .config import Settings
 
 DEFAULT_HTTP_PORT = 8000
-SETTINGS_HELP = (
-    "Configuration comes from environment variables (IMAP_HOST, IMAP_PORT, IMAP_USERNAME, IMAP_PASSWORD, "
-    "IMAP_TLS, IMAP_CA_FILE, SMTP_*, IMAP_MCP_*; see the README). Run `imap-mcp check` first."
+#: what every configuration error exits with (config.CONFIG_ERROR_EXIT, repeated here so --help imports nothing)
+CONFIG_ERROR_EXIT = 2
+
+ACCOUNT_SETTINGS = (
+    "The mailbox: IMAP_HOST, IMAP_PORT, IMAP_USERNAME, IMAP_PASSWORD (or IMAP_AUTH=oauth2 with IMAP_OAUTH_*), "
+    "IMAP_TLS, IMAP_CA_FILE, IMAP_TIMEOUT; or IMAP_MCP_ACCOUNTS_FILE for several accounts."
 )
-Formatter = argparse.ArgumentDefaultsHelpFormatter
+SENDING_SETTINGS = (
+    "Sending: SMTP_HOST (unset: no sending tools), SMTP_PORT, SMTP_TLS, SMTP_USERNAME, SMTP_PASSWORD, SMTP_AUTH, "
+    "SMTP_FROM, SMTP_CA_FILE, SMTP_TIMEOUT."
+)
+SERVING_SETTINGS = (
+    "Serving: ELICITATION, IMAP_MCP_SEAL_KEYS, IMAP_DOWNLOAD_DIR, IMAP_MCP_READ_ONLY, IMAP_MCP_TOOLS, "
+    "IMAP_MCP_DISABLE_TOOLS; the store of approvals and webhooks: IMAP_MCP_STORE (default under XDG_STATE_HOME), "
+    "IMAP_MCP_STORE_KEYS, IMAP_MCP_WEBHOOKS."
+)
+HTTP_SETTINGS = (
+    "Over HTTP: IMAP_MCP_AUTH_TOKENS, IMAP_MCP_ALLOW_UNAUTHENTICATED, IMAP_MCP_ALLOWED_HOSTS, IMAP_MCP_LEGACY_HTTP, "
+    "IMAP_MCP_MAX_CONNECTIONS."
+)
+STORE_SETTINGS = (
+    "The webhook is kept in the store, IMAP_MCP_STORE (default: a SQLite file under XDG_STATE_HOME), under the "
+    "account's IMAP_USERNAME, IMAP_HOST and IMAP_PORT; its URL, auth header and signing secret are encrypted "
+    "with IMAP_MCP_STORE_KEYS, which every server replica and watcher needs too."
+)
+OUTBOX_SETTINGS = (
+    "IMAP_MCP_WEBHOOKS=false keeps it off; the outbox: IMAP_MCP_WEBHOOK_RETENTION, IMAP_MCP_WEBHOOK_MAX_EVENTS "
+    "(and their _CEILING), IMAP_MCP_WEBHOOK_RETRY_INTERVAL."
+)
+CONFIG_ERRORS = (
+    "Settings come from environment variables (see Configuration in the README). Every missing or invalid "
+    f"setting is one line on stderr, all of them at once, and the exit code is {CONFIG_ERROR_EXIT}."
+)
+CHECK_FIRST = "Try the settings with `imap-mcp check` first."
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """Paragraphs kept apart; an option's default shown only when it has one (never `(default: None)`)."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        return "\n\n".join(super(HelpFormatter, self)._fill_text(part, width, indent) for part in text.split("\n\n"))
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        help_text = action.help or ""
+        shown = action.default not in (None, False, argparse.SUPPRESS) and action.option_strings
+        return f"{help_text} (default: %(default)s)" if shown and "%(default)" not in help_text else help_text
+
+
+class VersionAction(argparse.Action):
+    """`--version`: the installed package's version, looked up only when asked for."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help="print the version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any) -> None:
+        print(f"imap-mcp {package_version()}")
+        parser.exit()
 
 
 def package_version() -> str:
@@ -28,40 +85,91 @@ def package_version() -> str:
     return version("imap-mcp")
 
 
-def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+def paragraphs(*texts: str) -> str:
+    return "\n\n".join(texts)
+
+
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="imap-mcp", description=f"An MCP server for one IMAP mailbox. {SETTINGS_HELP}", formatter_class=Formatter
+        prog="imap-mcp",
+        description=paragraphs(
+            "An MCP server for an IMAP mailbox: over stdio (the default), or Streamable HTTP with `serve`.",
+            ACCOUNT_SETTINGS,
+            CONFIG_ERRORS,
+            CHECK_FIRST,
+        ),
+        formatter_class=HelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"imap-mcp {package_version()}")
+    parser.add_argument("--version", action=VersionAction)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    stdio = commands.add_parser(
+
+    def command(name: str, help_text: str, *description: str) -> argparse.ArgumentParser:
+        sub: argparse.ArgumentParser = commands.add_parser(
+            name, help=help_text, description=paragraphs(*description), formatter_class=HelpFormatter
+        )
+        return sub
+
+    stdio = command(
         "stdio",
-        help="serve over stdio (the default)",
-        description="Serve MCP over stdin/stdout, for a desktop client that starts imap-mcp itself. " + SETTINGS_HELP,
-        formatter_class=Formatter,
+        "serve over stdio (the default)",
+        "Serve MCP over stdin/stdout, for a desktop client that starts imap-mcp itself.",
+        ACCOUNT_SETTINGS,
+        SENDING_SETTINGS,
+        SERVING_SETTINGS,
+        CONFIG_ERRORS,
+        CHECK_FIRST,
     )
-    serve = commands.add_parser(
+    serve = command(
         "serve",
-        help="serve Streamable HTTP at /mcp",
-        description="Serve MCP (Streamable HTTP) at http://HOST:PORT/mcp. A non-loopback --host needs "
-        "IMAP_MCP_AUTH_TOKENS (or IMAP_MCP_ALLOW_UNAUTHENTICATED=true behind an authenticating gateway). "
-        + SETTINGS_HELP,
-        formatter_class=Formatter,
+        "serve Streamable HTTP at /mcp",
+        "Serve MCP (Streamable HTTP) at http://HOST:PORT/mcp. A non-loopback --host needs IMAP_MCP_AUTH_TOKENS (or "
+        "IMAP_MCP_ALLOW_UNAUTHENTICATED=true behind an authenticating gateway).",
+        ACCOUNT_SETTINGS,
+        SENDING_SETTINGS,
+        SERVING_SETTINGS,
+        HTTP_SETTINGS,
+        CONFIG_ERRORS,
+        CHECK_FIRST,
     )
-    check = commands.add_parser(
+    check = command(
         "check",
-        help="try the configuration for real and say what works",
-        description="Connect to the IMAP server (and the SMTP server when SMTP_HOST is set) as configured and "
-        "print one line per step; exit 0 when imap-mcp can do its job, 1 otherwise. " + SETTINGS_HELP,
-        formatter_class=Formatter,
+        "try the configuration for real and say what works",
+        "Connect to the IMAP server (and the SMTP server when SMTP_HOST is set) as configured and print one line "
+        "per step; exit 0 when imap-mcp can do its job, 1 otherwise.",
+        ACCOUNT_SETTINGS,
+        SENDING_SETTINGS,
+        CONFIG_ERRORS,
     )
-    demo = commands.add_parser(
+    auth = command(
+        "auth",
+        "sign in with OAuth 2.0 once and save the refresh token (IMAP_AUTH=oauth2)",
+        "Sign in with OAuth 2.0 once (device code, or a browser on this machine) and save the refresh token for "
+        "IMAP_AUTH=oauth2. Then run `imap-mcp check`.",
+        "It reads IMAP_OAUTH_CLIENT_ID, IMAP_OAUTH_CLIENT_SECRET, IMAP_OAUTH_CLIENT_AUTH, IMAP_OAUTH_SCOPE, "
+        "IMAP_OAUTH_TENANT (microsoft), IMAP_OAUTH_DEVICE_URL and IMAP_OAUTH_AUTH_URL (another provider), "
+        "IMAP_OAUTH_TOKEN_FILE and IMAP_TIMEOUT; see Signing in with OAuth 2.0 in the README.",
+    )
+    auth.add_argument("provider", metavar="google|microsoft|TOKEN_URL", help="the provider, or its token endpoint")
+    auth.add_argument(
+        "--flow",
+        choices=("device", "browser"),
+        help="device code, or a browser on this machine (default: the provider's)",
+    )
+    auth.add_argument(
+        "--token-file",
+        metavar="PATH",
+        help="where to save it (default: IMAP_OAUTH_TOKEN_FILE, else ~/.config/imap-mcp)",
+    )
+    demo = command(
         "demo",
-        help="start a private Dovecot with sample mail and serve it over HTTP",
-        description="Start a private Dovecot with sample mail and a local SMTP sink, serve them over HTTP and "
-        "print client entries for HTTP and stdio. Needs dovecot (Debian package dovecot-imapd).",
-        formatter_class=Formatter,
+        "start a private Dovecot with sample mail and serve it over HTTP",
+        "Start a private Dovecot with sample mail and a local SMTP sink, serve them over HTTP and print client "
+        "entries for HTTP and stdio. Needs dovecot (Debian package dovecot-imapd). It reads no IMAP_* or SMTP_* "
+        "setting: the entries it prints hold the demo's own.",
     )
+    for sub in (serve, demo):
+        sub.add_argument("--host", default="127.0.0.1", help="address to listen on")
+        sub.add_argument("--port", type=int, default=DEFAULT_HTTP_PORT, help="port to listen on")
     for sub in (stdio, check):
         sub.add_argument("--account", metavar="NAME", help="the account of IMAP_MCP_ACCOUNTS_FILE")
     check.add_argument(
@@ -70,27 +178,79 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="also prove what the server announced in two scratch mailboxes it creates and removes (APPEND, STORE, "
         "COPY, MOVE, UID EXPUNGE); nothing else is touched",
     )
-    auth = commands.add_parser(
-        "auth",
-        help="sign in with OAuth 2.0 once and save the refresh token (IMAP_AUTH=oauth2; see README)",
-        description="Sign in with OAuth 2.0 once (device code, or a browser on this machine) and save the refresh "
-        "token for IMAP_AUTH=oauth2. " + SETTINGS_HELP,
-        formatter_class=Formatter,
-    )
-    auth.add_argument("provider", metavar="google|microsoft|TOKEN_URL", help="the provider, or its token endpoint")
-    auth.add_argument("--flow", choices=("device", "browser"), help="device code, or a browser on this machine")
-    auth.add_argument("--token-file", help="where to save it (default IMAP_OAUTH_TOKEN_FILE, else ~/.config/imap-mcp)")
-    from .webhooks.command import add_webhook_commands
+    add_webhook_commands(command)
+    return parser
 
-    add_webhook_commands(commands)
-    for sub in (serve, demo):
-        sub.add_argument("--host", default="127.0.0.1", help="address to listen on")
-        sub.add_argument("--port", type=int, default=DEFAULT_HTTP_PORT, help="port to listen on")
-    return parser.parse_args(argv)
+
+def add_webhook_commands(command: Callable[..., argparse.ArgumentParser]) -> None:
+    """`webhook set|show|clear` (the operator's side of the new-mail webhook) and `watch`."""
+    webhook = command(
+        "webhook",
+        "set, show or clear the account's new-mail webhook (operator only)",
+        "The operator's side of the account's new-mail webhook, which no tool can set or show: `set` saves the URL "
+        "(and an auth header) and prints the signing secret once, `show` prints what get_webhook_status shows, "
+        "`clear` removes the webhook and its outbox. Events are delivered only while `imap-mcp watch` runs.",
+        STORE_SETTINGS,
+    )
+    actions = webhook.add_subparsers(dest="webhook_action", metavar="ACTION", required=True)
+
+    def action(name: str, help_text: str, *description: str) -> argparse.ArgumentParser:
+        sub: argparse.ArgumentParser = actions.add_parser(
+            name, help=help_text, description=paragraphs(*description), formatter_class=HelpFormatter
+        )
+        sub.add_argument("--account", metavar="NAME", help="the account of IMAP_MCP_ACCOUNTS_FILE whose webhook it is")
+        return sub
+
+    setting = action(
+        "set",
+        "save and turn on the webhook; prints the signing secret once",
+        "Save the webhook's URL (and auth header) with a new signing secret, turn delivery on, print the secret once "
+        "and the next steps: `imap-mcp watch` must run for events to be delivered.",
+        STORE_SETTINGS + " IMAP_MCP_STORE_KEYS must be set: without it nothing can be saved.",
+    )
+    setting.add_argument(
+        "--url", required=True, help="where events are POSTed (https://…; plain http:// only to a loopback host)"
+    )
+    setting.add_argument(
+        "--auth-header", metavar="'NAME: VALUE'", help="a header sent with every event, e.g. 'Authorization: Bearer …'"
+    )
+    action(
+        "show",
+        "what get_webhook_status shows (never the URL or secrets)",
+        "Print the webhook's status as get_webhook_status shows it: its state, whether a watcher is running and "
+        "when it last heard from the mailbox, the delivery counters and the outbox limits; never the URL, the auth "
+        "header or the secret.",
+        STORE_SETTINGS,
+        OUTBOX_SETTINGS,
+    )
+    action(
+        "clear",
+        "remove the webhook and its outbox",
+        "Remove the webhook, its outbox and where the watcher had got to.",
+        STORE_SETTINGS,
+    )
+    watch = command(
+        "watch",
+        "watch INBOX and deliver new-mail events (one active per account)",
+        "Watch the account's INBOX and deliver each new message as a signed event to the webhook saved with "
+        "`imap-mcp webhook set`, until SIGTERM or Ctrl-C. Any number may run: one holds the account's lease and "
+        "works, the others stand by.",
+        ACCOUNT_SETTINGS,
+        STORE_SETTINGS,
+        OUTBOX_SETTINGS,
+        CONFIG_ERRORS,
+    )
+    watch.add_argument("--account", metavar="NAME", help="the account of IMAP_MCP_ACCOUNTS_FILE (one per watcher)")
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    return build_parser().parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
+    from .logs import setup_logging
+
     setup_logging()
     if args.command == "demo":
         from .demo.command import run_demo
@@ -102,29 +262,35 @@ def main(argv: Sequence[str] | None = None) -> None:
 
         run_auth(args.provider, args.flow, args.token_file)
         return
+    if args.command == "serve":
+        serve(args.host, args.port)
+        return
+    from .accounts.loading import load_accounts
+    from .accounts.serving import stdio_account
+    from .startup import load_or_exit
+
     accounts = load_or_exit(load_accounts, os.environ)
-    if args.command in ("webhook", "watch", "check"):
-        from .accounts.serving import stdio_account
+    chosen = load_or_exit(lambda _env: stdio_account(accounts, getattr(args, "account", None)), os.environ)
+    if args.command in ("check", "webhook", "watch"):  # serving prints them with its start lines (`announce`)
+        for warning in accounts.warnings:
+            print(f"imap-mcp: {warning}", file=sys.stderr)
+    if args.command == "check":
+        run_check_command(chosen.settings, args.write_test)
+    elif args.command == "webhook":
+        from .webhooks.command import run_webhook
 
-        chosen = load_or_exit(lambda _env: stdio_account(accounts, args.account), os.environ)
-        if args.command == "check":
-            run_check_command(chosen.settings, args.write_test)
-            return
-        from .webhooks.command import run_watch, run_webhook
+        run_webhook(chosen.settings, args)
+    elif args.command == "watch":
+        from .webhooks.command import run_watch
 
-        if args.command == "webhook":
-            run_webhook(chosen.settings, args)
-        else:
-            run_watch(chosen.settings)
-    elif args.command == "serve":
-        serve(accounts, args.host, args.port)
+        run_watch(chosen.settings)
     else:
-        from .accounts.serving import account_server, stdio_account
+        from .accounts.serving import account_server
+        from .startup import announce
         from .transports import run_stdio
 
-        account = load_or_exit(lambda _env: stdio_account(accounts, getattr(args, "account", None)), os.environ)
         announce(accounts, http=False)
-        run_stdio(account_server(account))
+        run_stdio(account_server(chosen))
 
 
 def run_check_command(settings: Settings, write_test: bool = False) -> None:
@@ -140,15 +306,30 @@ def run_check_command(settings: Settings, write_test: bool = False) -> None:
     raise SystemExit(1)
 
 
-def serve(accounts: Accounts, host: str, port: int) -> None:
-    """Serve HTTP; off loopback only with bearer tokens (the accounts file's, IMAP_MCP_AUTH_TOKENS) or the opt-out."""
+def serve(host: str, port: int) -> None:
+    """Serve HTTP; off loopback only with bearer tokens (the accounts file's, IMAP_MCP_AUTH_TOKENS) or the opt-out.
+
+    The accounts and the HTTP settings are read together, so that one run names every problem of both.
+    """
+    from .accounts.loading import ACCOUNTS_FILE_VARIABLE, load_accounts
     from .accounts.serving import accounts_http_app
+    from .config import Problems
     from .http_access import load_http_settings, require_authentication_off_loopback
+    from .startup import announce, load_or_exit
     from .transports import listen_or_exit, serve_app
 
-    if accounts.source is None:  # with an accounts file every caller needs one of its accounts' tokens
-        http_settings = load_or_exit(load_http_settings, os.environ)
-        load_or_exit(lambda _: require_authentication_off_loopback(host, http_settings), os.environ)
+    def load(env: Mapping[str, str]) -> Accounts:
+        problems = Problems()
+        accounts = problems.read(None, load_accounts, env)
+        if not env.get(ACCOUNTS_FILE_VARIABLE, "").strip():  # with a file every caller needs an account's token
+            http_settings = problems.read(None, load_http_settings, env)
+            if http_settings is not None:
+                problems.read(None, require_authentication_off_loopback, host, http_settings)
+        problems.raise_any()
+        assert accounts is not None  # no problem, so loaded
+        return accounts
+
+    accounts = load_or_exit(load, os.environ)
     app = load_or_exit(functools.partial(accounts_http_app, accounts), os.environ)
     sock = listen_or_exit(host, port)
     announce(accounts, http=True)

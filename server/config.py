@@ -1,18 +1,21 @@
 """Settings from the environment.
 
-Every setting is read once at start. A missing or invalid one raises `ConfigError`, whose
-message is the single line the CLI prints before it exits with code 2. Secret values are
-held in `Secret`, whose repr never shows them.
+Every setting is read once at start. What is missing or invalid is reported all at once: each
+problem is one line of one `ConfigError` (`Problems` gathers them), which the CLI prints before
+it exits with code 2 (`CONFIG_ERROR_EXIT`), the same for every setting. Secret values are held
+in `Secret`, whose repr never shows them. A name close to a setting's (`IMAP_PASWORD`) gets a
+"did you mean" (`did_you_mean`), from the names of every setting, `KNOWN_SETTINGS`.
 """
 
 from __future__ import annotations
 
+import difflib
 import ipaddress
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, ParamSpec, TypeVar
 
 from imap_mcp.protocol.errors import ImapMcpError
 
@@ -23,20 +26,113 @@ if TYPE_CHECKING:
     from .oauth.settings import AuthMode, OAuthSettings
     from .webhooks.settings import WebhookSettings
 
+P = ParamSpec("P")
+T = TypeVar("T")
+
 TlsMode = Literal["implicit", "starttls", "none"]
 TLS_MODES: tuple[TlsMode, ...] = ("implicit", "starttls", "none")
+#: the exit code of every configuration error (`imap-mcp --help` says it too)
+CONFIG_ERROR_EXIT = 2
+
+#: the name of every setting imap-mcp reads (a secret's `_FILE` form aside); README's Configuration lists each
+KNOWN_SETTINGS = frozenset(
+    {
+        "ELICITATION",
+        "IMAP_AUTH",
+        "IMAP_CA_FILE",
+        "IMAP_DOWNLOAD_DIR",
+        "IMAP_HOST",
+        "IMAP_MCP_ACCOUNTS_FILE",
+        "IMAP_MCP_ALLOWED_HOSTS",
+        "IMAP_MCP_ALLOW_UNAUTHENTICATED",
+        "IMAP_MCP_AUTH_TOKENS",
+        "IMAP_MCP_DISABLE_TOOLS",
+        "IMAP_MCP_LEGACY_HTTP",
+        "IMAP_MCP_MAX_CONNECTIONS",
+        "IMAP_MCP_READ_ONLY",
+        "IMAP_MCP_SEAL_KEYS",
+        "IMAP_MCP_SPEC_FIXTURES",
+        "IMAP_MCP_STORE",
+        "IMAP_MCP_STORE_KEYS",
+        "IMAP_MCP_TOOLS",
+        "IMAP_MCP_WEBHOOKS",
+        "IMAP_MCP_WEBHOOK_MAX_EVENTS",
+        "IMAP_MCP_WEBHOOK_MAX_EVENTS_CEILING",
+        "IMAP_MCP_WEBHOOK_RETENTION",
+        "IMAP_MCP_WEBHOOK_RETENTION_CEILING",
+        "IMAP_MCP_WEBHOOK_RETRY_INTERVAL",
+        "IMAP_OAUTH_AUTH_URL",
+        "IMAP_OAUTH_CLIENT_AUTH",
+        "IMAP_OAUTH_CLIENT_ID",
+        "IMAP_OAUTH_CLIENT_SECRET",
+        "IMAP_OAUTH_DEVICE_URL",
+        "IMAP_OAUTH_MECHANISM",
+        "IMAP_OAUTH_PROVIDER",
+        "IMAP_OAUTH_REFRESH_TOKEN",
+        "IMAP_OAUTH_SCOPE",
+        "IMAP_OAUTH_TENANT",
+        "IMAP_OAUTH_TOKEN_FILE",
+        "IMAP_OAUTH_TOKEN_URL",
+        "IMAP_PASSWORD",
+        "IMAP_PORT",
+        "IMAP_TIMEOUT",
+        "IMAP_TLS",
+        "IMAP_USERNAME",
+        "SMTP_AUTH",
+        "SMTP_CA_FILE",
+        "SMTP_FROM",
+        "SMTP_HOST",
+        "SMTP_PASSWORD",
+        "SMTP_PORT",
+        "SMTP_TIMEOUT",
+        "SMTP_TLS",
+        "SMTP_USERNAME",
+    }
+)
+#: the names of imap-mcp's settings start so; another name so made is looked at for a misspelling
+SETTING_PREFIXES = ("IMAP_", "SMTP_", "ELICITATION")
 
 
 class ConfigError(ImapMcpError, ValueError):
-    """A setting is missing or invalid; the message names the variable and what is valid.
+    """Settings are missing or invalid: one line per problem, each naming the variable and what is valid.
 
-    `exit_code` is what the CLI exits with: 2 for a bad setting, except `ELICITATION`, whose
-    invalid values exit 1 (the value is shared with other MCP servers in one environment).
+    The CLI prints each line and exits with `exit_code`, the same for every setting.
     """
 
-    def __init__(self, message: str, exit_code: int = 2) -> None:
-        super().__init__(message)
-        self.exit_code = exit_code
+    exit_code = CONFIG_ERROR_EXIT
+
+
+class Problems:
+    """The problems found while reading settings: each reader that fails adds its lines, and the reading goes on
+    with a stand-in value, so that one run names every problem (`raise_any`)."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def __len__(self) -> int:
+        return len(self.lines)
+
+    def read(self, fallback: T, reader: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        """`reader(*args, **kwargs)`, or `fallback` after noting its `ConfigError`."""
+        try:
+            return reader(*args, **kwargs)
+        except ConfigError as exc:
+            self.add(str(exc))
+            return fallback
+
+    def add(self, message: str) -> None:
+        self.lines.extend(line for line in message.splitlines() if line not in self.lines)
+
+    def raise_any(self) -> None:
+        """`ConfigError` with every problem, one per line, if there is any."""
+        if self.lines:
+            raise ConfigError("\n".join(self.lines))
+
+
+def did_you_mean(name: str) -> str | None:
+    """The setting `name` is most likely a misspelling of, or None."""
+    close = difflib.get_close_matches(name, KNOWN_SETTINGS, n=1, cutoff=0.8)
+    return close[0] if close else None
 
 
 class Secret:
@@ -213,7 +309,7 @@ def _elicitation(env: Mapping[str, str]) -> bool:
     if value is None:
         return True
     if value not in ("true", "false"):
-        raise ConfigError(f"ELICITATION={value!r} is not valid: use true or false.", exit_code=1)
+        raise ConfigError(f"ELICITATION={value!r} is not valid: use true or false.")
     return value == "true"
 
 
@@ -267,7 +363,7 @@ def _outgoing_files(env: Mapping[str, str]) -> OutgoingFiles:
 def _tls_mode(env: Mapping[str, str], protocol: str, host: str) -> TlsMode:
     """`<protocol>_TLS` (default implicit); `none` only for a loopback `<protocol>_HOST`."""
     tls: TlsMode = _choice(env, f"{protocol}_TLS", TLS_MODES, "implicit")  # type: ignore[assignment]
-    if tls == "none" and not is_loopback(host):
+    if tls == "none" and host and not is_loopback(host):  # no host: that problem is reported on its own
         raise ConfigError(
             f"{protocol}_TLS='none' is not valid for {protocol}_HOST={host!r}: an unencrypted connection is "
             "accepted only for a loopback host; use implicit or starttls."
@@ -276,28 +372,47 @@ def _tls_mode(env: Mapping[str, str], protocol: str, host: str) -> TlsMode:
 
 
 def load_imap_settings(env: Mapping[str, str]) -> ImapSettings:
+    problems = Problems()
+    imap = read_imap_settings(env, problems)
+    problems.raise_any()
+    assert imap is not None  # no problem, so read
+    return imap
+
+
+def read_imap_settings(env: Mapping[str, str], problems: Problems) -> ImapSettings | None:
+    """The IMAP settings, or None after adding every problem found in them to `problems`."""
     from .oauth.settings import auth_mode, load_oauth_settings, with_provider_hosts
 
-    env = with_provider_hosts(env)
-    host = _required(env, "IMAP_HOST", "the IMAP server's host name, e.g. imap.example.com")
-    tls = _tls_mode(env, "IMAP", host)
-    auth = auth_mode(env)
-    timeout = _positive_float(env, "IMAP_TIMEOUT", 30.0)
+    before = len(problems)
+    env = problems.read(env, with_provider_hosts, env)
+    host = problems.read("", _required, env, "IMAP_HOST", "the IMAP server's host name, e.g. imap.example.com")
+    tls: TlsMode = problems.read("implicit", _tls_mode, env, "IMAP", host)
+    auth: AuthMode = problems.read("password", auth_mode, env)
+    timeout = problems.read(30.0, _positive_float, env, "IMAP_TIMEOUT", 30.0)
     password = (
-        Secret(_required(env, "IMAP_PASSWORD", "the password of the mailbox (or set IMAP_AUTH=oauth2)"))
+        Secret(
+            problems.read("", _required, env, "IMAP_PASSWORD", "the password of the mailbox (or set IMAP_AUTH=oauth2)")
+        )
         if auth == "password"
         else Secret("")
     )
+    default_port = 993 if tls == "implicit" else 143
+    port = problems.read(default_port, _port, env, "IMAP_PORT", default_port)
+    username = problems.read("", _required, env, "IMAP_USERNAME", "the login name of the mailbox")
+    ca_file = problems.read(None, _ca_file, env)
+    oauth = problems.read(None, load_oauth_settings, env, timeout=timeout) if auth == "oauth2" else None
+    if len(problems) > before:
+        return None
     return ImapSettings(
         host=host,
-        port=_port(env, "IMAP_PORT", 993 if tls == "implicit" else 143),
-        username=_required(env, "IMAP_USERNAME", "the login name of the mailbox"),
+        port=port,
+        username=username,
         password=password,
         tls=tls,
-        ca_file=_ca_file(env),
+        ca_file=ca_file,
         timeout=timeout,
         auth=auth,
-        oauth=load_oauth_settings(env, timeout=timeout) if auth == "oauth2" else None,
+        oauth=oauth,
     )
 
 
@@ -320,33 +435,54 @@ def _smtp_sender(env: Mapping[str, str], username: str) -> str:
 
 
 def load_smtp_settings(env: Mapping[str, str], imap: ImapSettings) -> SmtpSettings | None:
-    """The SMTP settings, or None when SMTP_HOST is unset; login and CA file default to the IMAP ones."""
+    problems = Problems()
+    smtp = read_smtp_settings(env, imap, problems)
+    problems.raise_any()
+    return smtp
+
+
+def read_smtp_settings(env: Mapping[str, str], imap: ImapSettings | None, problems: Problems) -> SmtpSettings | None:
+    """The SMTP settings, or None when SMTP_HOST is unset or after adding their problems to `problems`; login and
+    CA file default to the IMAP ones. Without `imap` (its settings have problems) only what the SMTP_* settings say
+    on their own is checked: nothing is reported that fixing the IMAP settings might change."""
     from .oauth.settings import auth_mode, with_provider_hosts
 
-    env = with_provider_hosts(env)
+    env = problems.read(env, with_provider_hosts, env)
     host = env.get("SMTP_HOST", "").strip()
     if not host:
         return None
-    tls = _tls_mode(env, "SMTP", host)
+    before = len(problems)
+    tls: TlsMode = problems.read("implicit", _tls_mode, env, "SMTP", host)
+    port = problems.read(SMTP_DEFAULT_PORTS[tls], _port, env, "SMTP_PORT", SMTP_DEFAULT_PORTS[tls])
+    ca_file = problems.read(None, _ca_file, env, "SMTP_CA_FILE")
+    timeout = problems.read(30.0, _positive_float, env, "SMTP_TIMEOUT", imap.timeout if imap else 30.0)
+    auth: AuthMode = problems.read("password", auth_mode, env, "SMTP_AUTH", imap.auth if imap else "password")
+    if imap is None:
+        if env.get("SMTP_FROM", "").strip():
+            problems.read("", _smtp_sender, env, "")
+        return None
     username = env.get("SMTP_USERNAME", "").strip() or imap.username
     password = Secret(env["SMTP_PASSWORD"]) if env.get("SMTP_PASSWORD") else imap.password
-    auth = auth_mode(env, "SMTP_AUTH", imap.auth)
     if auth == "password" and not password.reveal():
-        raise ConfigError(
+        problems.add(
             "SMTP_PASSWORD is not set: give the SMTP password (IMAP_AUTH=oauth2 has none to reuse), or set "
             "SMTP_AUTH=oauth2."
         )
+    sender = problems.read("", _smtp_sender, env, imap.username)
+    oauth = problems.read(None, _smtp_oauth, env, imap) if auth == "oauth2" else None
+    if len(problems) > before:
+        return None
     return SmtpSettings(
         host=host,
-        port=_port(env, "SMTP_PORT", SMTP_DEFAULT_PORTS[tls]),
+        port=port,
         username=username,
         password=password,
-        sender=_smtp_sender(env, imap.username),
+        sender=sender,
         tls=tls,
-        ca_file=_ca_file(env, "SMTP_CA_FILE") or imap.ca_file,
-        timeout=_positive_float(env, "SMTP_TIMEOUT", imap.timeout),
+        ca_file=ca_file or imap.ca_file,
+        timeout=timeout,
         auth=auth,
-        oauth=_smtp_oauth(env, imap) if auth == "oauth2" else None,
+        oauth=oauth,
     )
 
 
@@ -358,19 +494,28 @@ def _smtp_oauth(env: Mapping[str, str], imap: ImapSettings) -> OAuthSettings:
 
 
 def load_settings(env: Mapping[str, str] | None = None) -> Settings:
-    """Read every setting from `env` (default: the process environment)."""
+    """Read every setting from `env` (default: the process environment); `ConfigError` with every problem."""
     from .webhooks.settings import load_webhook_settings
 
     env = os.environ if env is None else env
-    elicitation = _elicitation(env)  # first: its own exit code (1) wins over any other bad setting
-    imap = load_imap_settings(env)
+    problems = Problems()
+    elicitation = problems.read(True, _elicitation, env)
+    imap = read_imap_settings(env, problems)
+    smtp = read_smtp_settings(env, imap, problems)
+    seal_keys = problems.read((), key_list, env)
+    download_dir = problems.read(None, _download_dir, env)
+    outgoing_files = problems.read(None, _outgoing_files, env)
+    spec_fixtures = problems.read(False, flag, env, "IMAP_MCP_SPEC_FIXTURES", False)
+    webhooks = problems.read(None, load_webhook_settings, env)
+    problems.raise_any()
+    assert imap is not None and webhooks is not None and outgoing_files is not None  # no problem, so read
     return Settings(
         imap=imap,
-        smtp=load_smtp_settings(env, imap),
+        smtp=smtp,
         elicitation=elicitation,
-        seal_keys=key_list(env),
-        download_dir=_download_dir(env),
-        outgoing_files=_outgoing_files(env),
-        spec_fixtures=flag(env, "IMAP_MCP_SPEC_FIXTURES", False),
-        webhooks=load_webhook_settings(env),
+        seal_keys=seal_keys,
+        download_dir=download_dir,
+        outgoing_files=outgoing_files,
+        spec_fixtures=spec_fixtures,
+        webhooks=webhooks,
     )

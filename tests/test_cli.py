@@ -41,10 +41,11 @@ def test_invalid_setting_exits_2_naming_it(account: Account, change: dict[str, s
     assert "hunter2-secret" not in done.stderr + done.stdout
 
 
-def test_a_bad_elicitation_value_exits_1_even_beside_another_bad_setting(account: Account) -> None:
+def test_a_bad_elicitation_value_exits_2_as_every_setting_does_beside_the_others(account: Account) -> None:
     done = run_cli(account.env(ELICITATION="yes", IMAP_HOST=""), "stdio")
-    assert done.returncode == 1
-    assert "ELICITATION" in done.stderr and "true or false" in done.stderr
+    assert done.returncode == 2
+    assert "ELICITATION='yes' is not valid: use true or false" in done.stderr
+    assert "IMAP_HOST is not set" in done.stderr
 
 
 def test_missing_password_exits_2(account: Account) -> None:

@@ -91,6 +91,11 @@ def build_and_install(into: Path) -> None:
 
 @pytest.fixture(scope="session")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
+    return installed_venv(tmp_path_factory)
+
+
+def installed_venv(tmp_path_factory: pytest.TempPathFactory) -> Installed:
+    """The venv with the wheel installed, built by the first module of the run that asks (`test_installed_cli` too)."""
     base = tmp_path_factory.getbasetemp()
     shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # one directory per run either way
     into = shared / "installed-imap-mcp"

@@ -8,10 +8,13 @@ functions never read is a mistake (a typo, or e.g. SMTP_PORT without SMTP_HOST) 
 
 A secret may come from a file instead: `IMAP_PASSWORD_FILE` (any of `SECRET_SETTINGS` + `_FILE`)
 holds the value, one trailing newline ignored; in the environment and in account tables alike.
-The file is validated whole: every problem is one line naming the account and the key, and
-start-up stops with exit code 2. An invalid value the account gives is reported, then set aside
-(the environment's default takes its place) so the check goes on to the account's other values;
-a setting that is missing, or invalid in the environment, ends that account's check.
+The file is validated whole, and so is the environment: every problem is one line (in the file
+naming the account and the key), all of them in one run, and start-up stops with exit code 2. An
+invalid value is reported, then set aside (in the file the environment's default takes its place,
+in the environment the setting's default) so the check goes on to find what else is wrong. A name
+that is no setting's but close to one (`IMAP_PASWORD`) is reported with the name it is close to:
+in the file as a problem, in the environment (which holds other programs' variables too) as a
+warning at start, or with the problems when there are any.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from ..config import ConfigError, Secret, Settings, load_settings
+from ..config import KNOWN_SETTINGS, SETTING_PREFIXES, ConfigError, Secret, Settings, did_you_mean, load_settings
 from ..http_access import MIN_TOKEN_LENGTH
 from .policy import ToolPolicy, load_policy
 
@@ -162,9 +165,29 @@ def _account_value(key: str, value: object) -> str | None:
 def _key_problem(key: str) -> str | None:
     if key in SERVER_WIDE:
         return f"{key} is a setting of the whole server: set it in the environment, not per account."
-    if not (key.startswith(("IMAP_", "SMTP_")) or key == "ELICITATION"):
+    if not key.startswith(SETTING_PREFIXES):
         return f"{key} is not a setting: use the environment's names (IMAP_*, SMTP_*, ELICITATION) or {TOKENS_KEY}."
+    if not is_setting_name(key):
+        close = did_you_mean(key)
+        return f"{key} is not a setting: " + (
+            f"did you mean {close}?" if close else "see Configuration in the README for every setting's name."
+        )
     return None
+
+
+def is_setting_name(key: str) -> bool:
+    """A setting's name, or the name of a secret's file (`IMAP_PASSWORD_FILE`)."""
+    return key in KNOWN_SETTINGS or is_secret_file_key(key)
+
+
+def misspelt_settings(env: Mapping[str, str]) -> list[str]:
+    """A line for each variable of `env` named like a setting but close to another's name (`IMAP_PASWORD`)."""
+    lines = []
+    for key in env:
+        close = did_you_mean(key) if key.startswith(SETTING_PREFIXES) and not is_setting_name(key) else None
+        if close is not None:
+            lines.append(f"{key} is set, but it is not a setting: did you mean {close}?")
+    return lines
 
 
 def _tokens(table: Mapping[str, object], problems: list[str], warnings: list[str]) -> list[str]:
@@ -209,20 +232,23 @@ def _account_layer(table: Mapping[str, object], problems: list[str]) -> dict[str
 def _every_problem(
     loader: Callable[[Mapping[str, str]], T], defaults: Mapping[str, str], layer: Mapping[str, str], problems: list[str]
 ) -> tuple[T | None, set[str]]:
-    """`loader` over `defaults` and the account's `layer`, and the keys it looked at; or None. Each invalid value
-    of the layer adds a problem and is set aside (the default takes its place) to look for more; any other
-    problem (a missing setting, an invalid default) adds a problem and ends the check."""
+    """`loader` over `defaults` and the `layer` in front of them, and the keys it looked at; or None. Every line of
+    its `ConfigError` is a problem; each invalid value of the layer is then set aside (the default takes its place)
+    and the loader runs again, to find what those values hid. None when a problem remains that is not the layer's
+    (a missing setting, an invalid default)."""
     remaining = dict(layer)
     while True:
         env = _Recorder({**defaults, **remaining})
         try:
             return loader(env), env.read | (layer.keys() - remaining.keys())
         except ConfigError as exc:
-            problems.append(str(exc))
-            named = SETTING_NAME.match(str(exc))
-            if named is None or named.group() not in remaining:
+            lines = str(exc).splitlines()
+            problems.extend(line for line in lines if line not in problems)
+            named = {found.group() for line in lines if (found := SETTING_NAME.match(line))} & remaining.keys()
+            if not named:
                 return None, env.read
-            del remaining[named.group()]
+            for key in named:
+                del remaining[key]
 
 
 def _account(
@@ -244,9 +270,7 @@ def _account(
     read = settings_read | policy_read
     unused = [k for k in given if k.removesuffix(SECRET_FILE_SUFFIX) not in read and k not in read]
     problems.extend(
-        f"{key} is not used: it is no setting's name, or not needed with these settings (e.g. SMTP_PORT "
-        "without SMTP_HOST)."
-        for key in unused
+        f"{key} is not used: it is not needed with these settings (e.g. SMTP_PORT without SMTP_HOST)." for key in unused
     )
     if problems:
         return None, problems
@@ -309,13 +333,13 @@ def _same_mailbox(accounts: list[Account]) -> list[str]:
 
 def load_from_file(path: Path, env: Mapping[str, str]) -> Accounts:
     warnings: list[str] = []
+    tables = _tables(_read_file(path), path)
+    environment_problems: list[str] = []
     if env.get("IMAP_MCP_AUTH_TOKENS", "").strip():
-        raise ConfigError(
+        environment_problems.append(
             f"IMAP_MCP_AUTH_TOKENS is set together with {ACCOUNTS_FILE_VARIABLE}: put each caller's token in "
             f"its account's {TOKENS_KEY} instead."
         )
-    tables = _tables(_read_file(path), path)
-    environment_problems: list[str] = []
     defaults = with_secret_files(env, environment_problems, warnings)
     problems = [f"environment: {p}" for p in environment_problems]
     accounts = []
@@ -326,10 +350,11 @@ def load_from_file(path: Path, env: Mapping[str, str]) -> Accounts:
             accounts.append(account)
     problems.extend(_repeated_tokens(accounts))
     problems.extend(_same_mailbox(accounts))
+    misspelt = misspelt_settings(env)
     if problems:
-        raise ConfigError("\n".join(f"{ACCOUNTS_FILE_VARIABLE} {path}: {p}" for p in problems))
+        raise ConfigError("\n".join([*(f"{ACCOUNTS_FILE_VARIABLE} {path}: {p}" for p in problems), *misspelt]))
     warning = exposure_warning(path, ACCOUNTS_FILE_VARIABLE)
-    return Accounts(tuple(accounts), path, tuple(([warning] if warning else []) + warnings))
+    return Accounts(tuple(accounts), path, tuple(([warning] if warning else []) + warnings + misspelt))
 
 
 def load_accounts(env: Mapping[str, str]) -> Accounts:
@@ -340,7 +365,9 @@ def load_accounts(env: Mapping[str, str]) -> Accounts:
     problems: list[str] = []
     warnings: list[str] = []
     resolved = with_secret_files(env, problems, warnings)
-    if problems:
-        raise ConfigError("\n".join(problems))
-    account = Account(ENVIRONMENT_ACCOUNT, load_settings(resolved), load_policy(resolved))
-    return Accounts((account,), None, tuple(warnings))
+    settings, _ = _every_problem(load_settings, {}, resolved, problems)
+    policy, _ = _every_problem(load_policy, {}, resolved, problems)
+    misspelt = misspelt_settings(env)
+    if problems or settings is None or policy is None:
+        raise ConfigError("\n".join(problems + misspelt))
+    return Accounts((Account(ENVIRONMENT_ACCOUNT, settings, policy),), None, tuple(warnings + misspelt))

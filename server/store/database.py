@@ -79,6 +79,8 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         )""",
         "CREATE INDEX approval_ledger_kept_until ON approval_ledger (kept_until)",
     ),
+    # when the watcher last heard from the mailbox (the webhook status's last_heard_at)
+    ("ALTER TABLE mailbox_marks ADD COLUMN last_heard_at DOUBLE PRECISION",),
 )
 #: a fixed key for PostgreSQL's advisory lock around migrations
 _MIGRATION_LOCK = 7_411_017

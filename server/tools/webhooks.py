@@ -29,7 +29,7 @@ from ..webhooks.settings import (
     NUMBER_TEXT_MAX,
     WebhookSettings,
 )
-from ..webhooks.status import LimitsStatus, WebhookStatus
+from ..webhooks.status import EnabledStatus, LimitsStatus, WebhookStatus
 from .registry import offer
 
 
@@ -64,9 +64,10 @@ def register(mcp: MCPServer, settings: WebhookSettings, imap: ImapSettings) -> N
         mcp,
         "get_webhook_status",
         description=(
-            "This account's new-mail webhook: active, paused, disabled, unreadable, not_configured or unavailable, "
-            "with the delivery counters, the effective outbox limits and the server ceilings. Host only: never the "
-            "URL, path, signing secret, auth header or ciphertext."
+            "This account's new-mail webhook: active, no_watcher, paused, disabled, unreadable, not_configured or "
+            "unavailable; whether a watcher is running and when it last heard from the mailbox; the delivery "
+            "counters, the effective outbox limits and the server ceilings. Host only: never the URL, path, signing "
+            "secret, auth header or ciphertext."
         ),
     )
     async def get_webhook_status() -> WebhookStatus:
@@ -79,15 +80,15 @@ def register(mcp: MCPServer, settings: WebhookSettings, imap: ImapSettings) -> N
         description=(
             "Turn this account's new-mail webhook on or off. Enabling clears a pause and the failure count and "
             "retries promptly; events kept while it was paused are kept. Turning it back on after it was turned off "
-            "skips events queued while it was off. Enabling unreadable settings, or an empty or invalid URL, is "
-            "refused; so is any change while the operator has turned webhooks off on this server. No tool sets the "
-            "URL or secrets: the operator does, on the account page."
+            "skips events queued while it was off (events_dropped says how many). Enabling unreadable settings, or "
+            "an empty or invalid URL, is refused; so is any change while the operator has turned webhooks off on this "
+            "server. No tool sets the URL or secrets: the operator does, on the account page."
         ),
     )
     async def set_webhook_enabled(
         enabled: Annotated[bool, Field(description="Whether new-mail alerts should be delivered.")],
-    ) -> WebhookStatus:
-        status: WebhookStatus = await run("set_enabled", enabled)
+    ) -> EnabledStatus:
+        status: EnabledStatus = await run("set_enabled", enabled)
         get_logger().info("webhook: %s enabled=%s state=%s", imap.account, enabled, status.state)
         return status
 

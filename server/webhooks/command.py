@@ -1,4 +1,7 @@
-"""The operator side: `imap-mcp webhook set/show/clear` (the reference's account page) and `imap-mcp watch`."""
+"""The operator side: `imap-mcp webhook set/show/clear` (the reference's account page) and `imap-mcp watch`.
+
+Their arguments and help are `cli`'s, which builds every command's parser without importing this module.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ import sys
 import threading
 import time
 import uuid
-from typing import Any, NoReturn
+from typing import NoReturn
 
 from ..config import Settings
 from ..errors import ImapMcpError
@@ -20,7 +23,7 @@ from .cipher import StoreCipher
 from .delivery import deliver_one
 from .leases import LEASE_SECONDS, hold_lease, release_lease
 from .operations import WebhookAccount, webhook_store
-from .outbox import drop_queued_while_off
+from .outbox import drop_queued_while_off, seal_plain_events
 from .rows import (
     clear_endpoint,
     invalid_url_reason,
@@ -28,26 +31,11 @@ from .rows import (
     parse_auth_header,
     save_endpoint,
 )
+from .status import read_status
 from .watcher import InboxWatcher
 
 #: how often an idle pump looks for due events (retries, or events another process added)
 PUMP_POLL = 1.0
-
-
-def add_webhook_commands(commands: Any) -> None:
-    """`webhook set|show|clear` and `watch` on the CLI's subcommand parser."""
-    webhook = commands.add_parser("webhook", help="set, show or clear the account's new-mail webhook (operator only)")
-    actions = webhook.add_subparsers(dest="webhook_action", metavar="ACTION", required=True)
-    setting = actions.add_parser("set", help="save and turn on the webhook; prints the signing secret once")
-    setting.add_argument(
-        "--url", required=True, help="where events are POSTed (https://…; plain http:// only to a loopback host)"
-    )
-    setting.add_argument("--auth-header", help="a header sent with every event, e.g. 'Authorization: Bearer …'")
-    show = actions.add_parser("show", help="what get_webhook_status shows (never the URL or secrets)")
-    clear = actions.add_parser("clear", help="remove the webhook and its outbox")
-    watch = commands.add_parser("watch", help="watch INBOX and deliver new-mail events (one active per account)")
-    for parser in (setting, show, clear, watch):
-        parser.add_argument("--account", metavar="NAME", help="the account of IMAP_MCP_ACCOUNTS_FILE (one per watcher)")
 
 
 def _fail(message: str) -> NoReturn:
@@ -64,7 +52,7 @@ def run_webhook(settings: Settings, args: argparse.Namespace) -> None:
         store = _store(settings)
         account = settings.imap.account
         if args.webhook_action == "set":
-            _set(store, settings, args.url, args.auth_header)
+            _set(store, settings, args.url, args.auth_header, args.account)
         elif args.webhook_action == "clear":
             with store.transaction() as tx:
                 cleared = clear_endpoint(tx, account)
@@ -75,7 +63,7 @@ def run_webhook(settings: Settings, args: argparse.Namespace) -> None:
         _fail(str(exc))
 
 
-def _set(store: Store, settings: Settings, url: str, auth_header: str | None) -> None:
+def _set(store: Store, settings: Settings, url: str, auth_header: str | None, account_name: str | None) -> None:
     reason = invalid_url_reason(url)
     if reason is not None:
         _fail(f"--url is not valid: {reason}; give the receiver's full https:// URL.")
@@ -91,15 +79,44 @@ def _set(store: Store, settings: Settings, url: str, auth_header: str | None) ->
             "IMAP_MCP_STORE_KEYS is not set: the URL, auth header and signing secret are stored encrypted; set it "
             "to one or more random keys of at least 32 characters (e.g. from: openssl rand -base64 32)."
         )
+    account = settings.imap.account
     with store.transaction() as tx:
-        tx.lock_account(settings.imap.account)
-        saved = load_row(tx, settings.imap.account)
-        if saved is not None and not saved.enabled:
-            drop_queued_while_off(tx, saved)  # turning it on here skips them, as set_webhook_enabled does
-        secret = save_endpoint(tx, cipher, settings.imap.account, url, header)
-    print(f"Webhook of {settings.imap.account} saved and turned on.")
+        tx.lock_account(account)
+        saved = load_row(tx, account)
+        # turning it on here skips the events queued while it was off, as set_webhook_enabled does
+        dropped = drop_queued_while_off(tx, saved) if saved is not None and not saved.enabled else 0
+        secret = save_endpoint(tx, cipher, account, url, header)
+        seal_plain_events(tx, cipher, account)
+        watcher_running = read_status(tx, account, settings.webhooks, cipher).watcher_running
+    print(f"Webhook of {account} saved and turned on.")
+    if dropped:
+        print(f"Dropped {dropped} event(s) queued while it was off.")
+    for line in next_steps(store, settings, account_name, watcher_running):
+        print(line)
     print("Signing secret (shown only now; give it to the receiver to verify webhook-signature):")
     print(secret)
+
+
+def next_steps(store: Store, settings: Settings, account_name: str | None, watcher_running: bool) -> list[str]:
+    """What must happen for events to arrive: a watcher, with the same store and keys as this command."""
+    watch = "imap-mcp watch" + (f" --account {account_name}" if account_name else "")
+    where = "a PostgreSQL database" if store.postgres else f"the SQLite file {store.url.removeprefix('sqlite:///')}"
+    steps = ["Next steps:"]
+    if not settings.webhooks.enabled:
+        steps.append("- IMAP_MCP_WEBHOOKS=false here: nothing is delivered while webhooks are off on this server.")
+    if watcher_running:
+        steps.append(f"- A watcher ({watch}) is running for this account: new mail is delivered from now on.")
+    else:
+        steps.append(
+            f"- Events are delivered only while a watcher runs, and none is running for this account: start `{watch}` "
+            "and keep it running (e.g. as a service; more than one may run, one is active)."
+        )
+    steps.append(
+        f"- The watcher and every server replica need this command's IMAP_MCP_STORE (here: {where}) and the same "
+        "IMAP_MCP_STORE_KEYS, which decrypt the URL, auth header, secret and events."
+    )
+    steps.append("- `imap-mcp webhook show` says whether a watcher is running and when it last heard from the mailbox.")
+    return steps
 
 
 def run_watch(settings: Settings) -> None:

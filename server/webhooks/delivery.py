@@ -16,7 +16,7 @@ from .. import outbound_http
 from ..logs import get_logger
 from ..store.database import Store, Tx
 from .cipher import StoreCipher, Unreadable
-from .outbox import Event, next_event
+from .outbox import Event, next_event, open_body
 from .rows import Receiver, WebhookRow, invalid_url_reason, load_row, open_endpoint
 from .settings import FAILURE_THRESHOLD, WebhookSettings
 from .signing import signed_headers
@@ -29,6 +29,8 @@ POST_TIMEOUT = 10.0
 class Due:
     endpoint: Receiver
     event: Event
+    #: the event's JSON, or None when no store key opens it (the attempt fails, saying so)
+    body: str | None
 
 
 @dataclass(frozen=True)
@@ -58,7 +60,11 @@ def due_delivery(store: Store, cipher: StoreCipher, settings: WebhookSettings, a
         endpoint = open_endpoint(row, cipher)
     except Unreadable:
         return None
-    return Due(endpoint, event)
+    try:
+        body: str | None = open_body(event, cipher, account)
+    except Unreadable:
+        body = None
+    return Due(endpoint, event, body)
 
 
 def post(due: Due, now: float) -> str | None:
@@ -66,7 +72,9 @@ def post(due: Due, now: float) -> str | None:
     reason = invalid_url_reason(due.endpoint.url)
     if reason is not None:
         return f"not sent: {reason}; set the URL again with imap-mcp webhook set"
-    body = due.event.body
+    body = due.body
+    if body is None:
+        return "not sent: no key in IMAP_MCP_STORE_KEYS decrypts this event; give every watcher the same keys"
     headers = signed_headers(due.endpoint, due.event.webhook_id, int(now), body)
     try:
         answer = outbound_http.post(due.endpoint.url, body.encode(), headers, seconds=POST_TIMEOUT, limit=0)

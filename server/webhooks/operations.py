@@ -26,7 +26,7 @@ from .settings import (
     parse_count,
     parse_duration,
 )
-from .status import LimitsStatus, WebhookStatus, read_status
+from .status import EnabledStatus, LimitsStatus, WebhookStatus, read_status
 
 SETUP_HINT = (
     "Set it up on the account page (/account; on this server the operator runs: imap-mcp webhook set --url URL)."
@@ -82,16 +82,18 @@ class WebhookAccount:
         with self.store.transaction() as tx:
             return read_status(tx, self.account, self.settings, self.cipher)
 
-    def set_enabled(self, enabled: bool) -> WebhookStatus:
+    def set_enabled(self, enabled: bool) -> EnabledStatus:
         self._writable()
         with self.store.transaction() as tx:
             tx.lock_account(self.account)
             row = self._saved(tx)
+            dropped = 0
             if enabled:
-                self._enable(tx, row)
+                dropped = self._enable(tx, row)
             else:
                 self._disable(tx, row)
-            return read_status(tx, self.account, self.settings, self.cipher)
+            status = read_status(tx, self.account, self.settings, self.cipher)
+        return EnabledStatus(**status.model_dump(), events_dropped=dropped)
 
     def set_limits(self, retention: LimitChange, max_events: LimitChange, reset: bool) -> LimitsStatus:
         self._writable()
@@ -124,7 +126,8 @@ class WebhookAccount:
             raise WebhookRefused(f"No webhook is saved for this account. {SETUP_HINT}")
         return row
 
-    def _enable(self, tx: Tx, row: WebhookRow) -> None:
+    def _enable(self, tx: Tx, row: WebhookRow) -> int:
+        """Turn it on; how many events queued while it was off were dropped."""
         try:
             endpoint = open_endpoint(row, self.cipher)
         except Unreadable:
@@ -139,13 +142,13 @@ class WebhookAccount:
                 f"The saved webhook URL cannot receive events ({reason}); the webhook stays off. Finish setup on "
                 "the account page (/account; on this server: imap-mcp webhook set --url URL)."
             )
-        if not row.enabled:
-            drop_queued_while_off(tx, row)
+        dropped = drop_queued_while_off(tx, row) if not row.enabled else 0
         tx.run(
             "UPDATE webhooks SET enabled = 1, paused_since = NULL, consecutive_failures = 0, next_retry_at = NULL, "
             "off_after_sequence = NULL WHERE account = ?",
             self.account,
         )
+        return dropped
 
     def _disable(self, tx: Tx, row: WebhookRow) -> None:
         off_after = (

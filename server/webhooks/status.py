@@ -1,7 +1,13 @@
-"""What get_webhook_status reports: the state, the delivery counters, the outbox limits and ceilings; no secret."""
+"""What get_webhook_status reports: the state, the watcher, the delivery counters, the outbox limits and ceilings;
+no secret.
+
+A webhook that is on but has no watcher (`imap-mcp watch` holds a lease in the store while it runs,
+`leases`) delivers nothing: its state is `no_watcher`, never `active`, and the message says what to run.
+"""
 
 from __future__ import annotations
 
+import time
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -12,20 +18,26 @@ from .outbox import effective_limits, pending_count, rfc3339
 from .rows import WebhookRow, load_row, open_endpoint
 from .settings import FAILURE_THRESHOLD, WebhookSettings
 
-State = Literal["active", "paused", "disabled", "unreadable", "not_configured", "unavailable"]
+State = Literal["active", "no_watcher", "paused", "disabled", "unreadable", "not_configured", "unavailable"]
 UNREADABLE_MESSAGE = (
     "The saved webhook settings cannot be decrypted with the keys this server has (IMAP_MCP_STORE_KEYS). "
     "Ask the operator to enter the URL and auth header again on the account page (/account; on this "
     "server: imap-mcp webhook set)."
+)
+NO_WATCHER_MESSAGE = (
+    "The webhook is on, but no watcher is running for this account, so new mail is neither turned into events nor "
+    "delivered. Ask the operator to start one: imap-mcp watch (with --account NAME on a server of several accounts)."
 )
 
 
 class WebhookStatus(BaseModel):
     configured: bool = Field(description="Whether a webhook has been saved.")
     state: State = Field(
-        description="active (enabled, delivering), paused (enabled, backing off after failures), disabled (turned "
-        "off), unreadable (saved, but no configured key can decrypt it), not_configured, or unavailable (the "
-        "operator set IMAP_MCP_WEBHOOKS=false: the setters refuse). unreadable wins over unavailable."
+        description="active (enabled, a watcher running, delivering), no_watcher (enabled, but no watcher is "
+        "running: nothing is watched or delivered until the operator runs imap-mcp watch), paused (enabled, backing "
+        "off after failures), disabled (turned off), unreadable (saved, but no configured key can decrypt it), "
+        "not_configured, or unavailable (the operator set IMAP_MCP_WEBHOOKS=false: the setters refuse). unreadable "
+        "wins over unavailable, no_watcher over paused."
     )
     enabled: bool = Field(description="Whether the user has turned delivery on.")
     paused: bool = Field(description="Whether repeated failures are pausing delivery.")
@@ -40,8 +52,15 @@ class WebhookStatus(BaseModel):
     retry_interval_seconds: int = Field(
         description="Seconds between attempts while paused, and the longest wait before a pause."
     )
+    watcher_running: bool = Field(
+        description="Whether a watcher (imap-mcp watch) holds this account's lease now; without one, new mail is "
+        "neither turned into events nor delivered."
+    )
+    last_heard_at: str | None = Field(
+        description="When a watcher last heard from the mailbox (INBOX answered), RFC 3339, or null if never."
+    )
     url_host: str | None = Field(description="Host of the endpoint, or null; never the path or query.")
-    message: str | None = Field(description="When state is unreadable, what to do; null otherwise.")
+    message: str | None = Field(description="When state is unreadable or no_watcher, what to do; null otherwise.")
     outbox_retention_seconds: int = Field(description="How long events are kept, in seconds.")
     outbox_retention_source: Literal["default", "account"]
     outbox_max_events: int = Field(description="How many events are kept, delivered or not.")
@@ -54,14 +73,32 @@ class LimitsStatus(WebhookStatus):
     events_pruned: int = Field(description="How many oldest events this call deleted.")
 
 
+class EnabledStatus(WebhookStatus):
+    events_dropped: int = Field(
+        description="How many events queued while the webhook was off this call deleted: turning it back on skips "
+        "them (0 when it was not off)."
+    )
+
+
 def _time(moment: float | None) -> str | None:
     return rfc3339(moment) if moment is not None else None
+
+
+def _watcher(tx: Tx, account: str, now: float) -> tuple[bool, float | None]:
+    """Whether a watcher holds the account's lease at `now`, and when one last heard from the mailbox."""
+    lease = tx.one("SELECT expires_at FROM watcher_leases WHERE account = ?", account)
+    mark = tx.one("SELECT MAX(last_heard_at) FROM mailbox_marks WHERE account = ?", account)
+    heard = mark[0] if mark is not None else None
+    return lease is not None and float(lease[0]) > now, float(heard) if heard is not None else None
 
 
 def read_status(tx: Tx, account: str, settings: WebhookSettings, cipher: StoreCipher) -> WebhookStatus:
     row = load_row(tx, account)
     limits = effective_limits(row, settings)
+    running, heard = _watcher(tx, account, time.time())
     common: dict[str, Any] = {
+        "watcher_running": running,
+        "last_heard_at": _time(heard),
         "failure_threshold": FAILURE_THRESHOLD,
         "retry_interval_seconds": settings.retry_interval,
         "outbox_retention_seconds": limits.retention_seconds,
@@ -108,9 +145,10 @@ def read_status(tx: Tx, account: str, settings: WebhookSettings, cipher: StoreCi
             message=UNREADABLE_MESSAGE,
             **common,
         )
+    state = _readable_state(row, settings, running)
     return WebhookStatus(
         configured=True,
-        state=_readable_state(row, settings),
+        state=state,
         enabled=row.enabled,
         paused=row.paused,
         paused_since=_time(row.paused_since),
@@ -121,14 +159,16 @@ def read_status(tx: Tx, account: str, settings: WebhookSettings, cipher: StoreCi
         next_retry_at=_time(row.next_retry_at) if row.enabled and settings.enabled else None,
         pending_events=pending,
         url_host=host,
-        message=None,
+        message=NO_WATCHER_MESSAGE if state == "no_watcher" else None,
         **common,
     )
 
 
-def _readable_state(row: WebhookRow, settings: WebhookSettings) -> State:
+def _readable_state(row: WebhookRow, settings: WebhookSettings, watcher_running: bool) -> State:
     if not settings.enabled:
         return "unavailable"
     if not row.enabled:
         return "disabled"
+    if not watcher_running:
+        return "no_watcher"
     return "paused" if row.paused else "active"

@@ -85,6 +85,7 @@ class InboxWatcher:
         idle = b"IDLE" in client.capabilities()
         while not self.stop.is_set() and self.active.is_set():
             self.catch_up(client, uidvalidity)
+            self.heard_from_mailbox()
             if idle:
                 client.idle()
                 try:
@@ -122,6 +123,16 @@ class InboxWatcher:
         get_logger().info("watch: %s INBOX %d new message(s), uids %d-%d", self.account, added, new[0], new[-1])
         self.added.set()
         return added
+
+    def heard_from_mailbox(self) -> None:
+        """Note that the mailbox just answered: the webhook status's `last_heard_at`."""
+        with self.store.transaction() as tx:
+            tx.run(
+                "UPDATE mailbox_marks SET last_heard_at = ? WHERE account = ? AND mailbox = ?",
+                time.time(),
+                self.account,
+                MAILBOX,
+            )
 
     def _advance(self, tx: Tx, uidvalidity: int, last_uid: int, to_uid: int) -> bool:
         """Move the mark from `last_uid` to `to_uid`; False if it is no longer at `last_uid`."""

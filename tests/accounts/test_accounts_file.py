@@ -156,8 +156,8 @@ IMAP_MCP_DISABLE_TOOLS = "fly"
     assert len(lines) == len(expected), lines
 
 
-def test_a_missing_setting_ends_the_check_of_its_account_after_the_values_before_it(tmp_path: Path) -> None:
-    """IMAP_PORT is read before IMAP_USERNAME: its problem is reported, then the missing login ends the check."""
+def test_a_missing_setting_is_reported_with_the_values_around_it(tmp_path: Path) -> None:
+    """IMAP_PORT is read before IMAP_USERNAME, the policy after the settings: every problem is reported in order."""
     path = write(tmp_path / "accounts.toml", '[accounts.frank]\nIMAP_PORT = "x"\nIMAP_MCP_READ_ONLY = "no"\n')
     with pytest.raises(ConfigError) as caught:
         load_accounts({**ENV, "IMAP_MCP_ACCOUNTS_FILE": str(path)})
@@ -196,7 +196,8 @@ IMAP_OAUTH_TOKEN_FILE = "{oauth_token_file(tmp_path)}"
 
 
 def test_a_misspelt_oauth_setting_is_reported_with_a_provider(tmp_path: Path) -> None:
-    """The provider fills in the hosts without copying the settings, so a key nobody reads stays unread."""
+    """A name that is no setting's says which it is close to; the provider fills in the hosts without copying the
+    settings, so a key nobody reads (no password with OAuth) stays unread."""
     path = write(
         tmp_path / "accounts.toml",
         f"""
@@ -207,13 +208,16 @@ IMAP_OAUTH_PROVIDER = "microsoft"
 IMAP_OAUTH_CLIENT_ID = "client-id"
 IMAP_OAUTH_TOKEN_FILE = "{oauth_token_file(tmp_path)}"
 IMAP_OAUTH_SCOPES = "mail"
+IMAP_PASSWORD = "not-with-oauth"
 """,
     )
     with pytest.raises(ConfigError) as caught:
         load_accounts({"IMAP_MCP_ACCOUNTS_FILE": str(path)})
     assert str(caught.value).splitlines() == [
-        f"IMAP_MCP_ACCOUNTS_FILE {path}: [accounts.grace] IMAP_OAUTH_SCOPES is not used: it is no setting's name, "
-        "or not needed with these settings (e.g. SMTP_PORT without SMTP_HOST)."
+        f"IMAP_MCP_ACCOUNTS_FILE {path}: [accounts.grace] IMAP_OAUTH_SCOPES is not a setting: did you mean "
+        "IMAP_OAUTH_SCOPE?",
+        f"IMAP_MCP_ACCOUNTS_FILE {path}: [accounts.grace] IMAP_PASSWORD is not used: it is not needed with these "
+        "settings (e.g. SMTP_PORT without SMTP_HOST).",
     ]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from imap_mcp.server.config import Secret
 from imap_mcp.server.logs import LOGGER_NAME
 from imap_mcp.server.store.database import Store
 from imap_mcp.server.webhooks.cipher import StoreCipher
+from imap_mcp.server.webhooks.leases import hold_lease
 from imap_mcp.server.webhooks.rows import save_endpoint
 from imap_mcp.server.webhooks.settings import WebhookSettings
 
@@ -57,6 +59,14 @@ def save_webhook(store: Store, keys: list[str]) -> Callable[..., str]:
             return save_endpoint(tx, StoreCipher(with_keys or keys), ACCOUNT, url, auth_header)
 
     return save
+
+
+@pytest.fixture
+def watcher(store: Store) -> str:
+    """A watcher of ACCOUNT, as the store sees one running: it holds the account's lease (renewed far ahead)."""
+    holder = "test-host:1:watcher"
+    assert hold_lease(store, ACCOUNT, holder, time.time() + 3600)
+    return holder
 
 
 @pytest.fixture

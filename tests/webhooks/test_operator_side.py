@@ -38,7 +38,7 @@ def test_set_prints_the_secret_once_and_show_never_shows_it(operator: Operator) 
     assert secret.startswith("whsec_") and URL not in done.stdout and "hv-77c1" not in done.stdout
     shown = operator.run("webhook", "show")
     status = json.loads(shown.stdout)
-    assert status["state"] == "active" and status["url_host"] == "hooks.example.net"
+    assert status["state"] == "no_watcher" and status["url_host"] == "hooks.example.net"
     assert status == operator.status().model_dump(mode="json")
     for value in (secret, "secret-path-2b7", "query-secret", "hv-77c1", "Authorization"):
         assert value not in shown.stdout + shown.stderr + done.stderr
@@ -89,7 +89,7 @@ def test_a_rotated_out_key_leaves_the_row_unreadable_until_set_again(operator: O
     operator.keys = new_key()
     assert operator.status().state == "unreadable"
     operator.set_webhook(URL)
-    assert operator.status().state == "active"
+    assert operator.status().state == "no_watcher"  # readable again; no watcher runs here
 
 
 @pytest.mark.parametrize(
@@ -195,7 +195,7 @@ def test_with_an_accounts_file_each_command_names_its_account(dovecot: Dovecot, 
         return subprocess.run(command, env=env, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
 
     assert run("webhook", "set", "--account", "bob", "--url", URL).returncode == 0
-    assert json.loads(run("webhook", "show", "--account", "bob").stdout)["state"] == "active"
+    assert json.loads(run("webhook", "show", "--account", "bob").stdout)["state"] == "no_watcher"
     assert json.loads(run("webhook", "show", "--account", "alice").stdout)["state"] == "not_configured"
     unnamed = run("webhook", "show")
     assert unnamed.returncode == 2 and "--account" in unnamed.stderr and "alice" in unnamed.stderr

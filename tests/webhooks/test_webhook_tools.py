@@ -42,6 +42,8 @@ FIELDS = {
     "next_retry_at",
     "pending_events",
     "retry_interval_seconds",
+    "watcher_running",
+    "last_heard_at",
     "url_host",
     "message",
     "outbox_retention_seconds",
@@ -79,6 +81,8 @@ async def test_not_configured_reports_every_field_with_defaults_and_ceilings(hoo
         "next_retry_at": None,
         "pending_events": 0,
         "retry_interval_seconds": 300,
+        "watcher_running": False,
+        "last_heard_at": None,
         "url_host": None,
         "message": None,
         "outbox_retention_seconds": 7 * 86400,
@@ -112,7 +116,7 @@ async def test_webhooks_off_by_the_operator_is_unavailable_with_ceilings(hook_se
 
 
 async def test_a_saved_webhook_is_active_and_shows_only_its_host(
-    hook_settings: WebhookSettings, save_webhook: Callable[..., str]
+    hook_settings: WebhookSettings, save_webhook: Callable[..., str], watcher: str
 ) -> None:
     save_webhook()
     found = await status(hook_settings)
@@ -130,7 +134,7 @@ async def test_a_saved_webhook_with_webhooks_off_is_unavailable(
 
 
 async def test_paused_reports_its_times_and_counters(
-    hook_settings: WebhookSettings, save_webhook: Callable[..., str], store: Store
+    hook_settings: WebhookSettings, save_webhook: Callable[..., str], store: Store, watcher: str
 ) -> None:
     save_webhook()
     set_columns(
@@ -188,7 +192,7 @@ async def test_no_store_keys_makes_a_saved_row_unreadable(
 
 
 async def test_any_key_of_the_ring_decrypts(
-    hook_settings: WebhookSettings, save_webhook: Callable[..., str], keys: list[str]
+    hook_settings: WebhookSettings, save_webhook: Callable[..., str], keys: list[str], watcher: str
 ) -> None:
     save_webhook()
     rotated = with_changes(hook_settings, store_keys=(Secret(new_key()), Secret(keys[0])))
@@ -208,13 +212,14 @@ async def test_disabling_turns_it_off_and_returns_every_status_field(
 ) -> None:
     save_webhook()
     found = structured(await call(hook_settings, "set_webhook_enabled", {"enabled": False}))
-    assert set(found) == FIELDS  # no events_pruned
+    assert set(found) == FIELDS | {"events_dropped"}  # no events_pruned
+    assert found["events_dropped"] == 0
     assert found["state"] == "disabled" and found["enabled"] is False
     assert (await status(hook_settings))["state"] == "disabled"
 
 
 async def test_enabling_a_paused_webhook_clears_the_pause_and_keeps_events(
-    hook_settings: WebhookSettings, save_webhook: Callable[..., str], store: Store
+    hook_settings: WebhookSettings, save_webhook: Callable[..., str], store: Store, watcher: str
 ) -> None:
     save_webhook()
     add_events(store, hook_settings, 3, time.time())
@@ -226,14 +231,14 @@ async def test_enabling_a_paused_webhook_clears_the_pause_and_keeps_events(
 
 
 async def test_re_enabling_after_off_drops_only_events_queued_while_off(
-    hook_settings: WebhookSettings, save_webhook: Callable[..., str], store: Store
+    hook_settings: WebhookSettings, save_webhook: Callable[..., str], store: Store, watcher: str
 ) -> None:
     save_webhook()
     add_events(store, hook_settings, 2, time.time())
     structured(await call(hook_settings, "set_webhook_enabled", {"enabled": False}))
     add_events(store, hook_settings, 3, time.time())
     found = structured(await call(hook_settings, "set_webhook_enabled", {"enabled": True}))
-    assert found["state"] == "active" and found["pending_events"] == 2
+    assert found["state"] == "active" and found["pending_events"] == 2 and found["events_dropped"] == 3
     assert event_sequences(store) == [1, 2]
 
 

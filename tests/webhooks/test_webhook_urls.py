@@ -34,4 +34,4 @@ def test_webhook_set_refuses_plain_http_off_loopback_and_takes_it_on_loopback(op
     assert operator.status().state == "not_configured"
     for url in ("http://127.0.0.1:8080/x", "http://localhost/x", "http://[::1]:9/x", "https://hooks.example.com/x"):
         assert operator.set_webhook(url).startswith("whsec_"), url
-    assert operator.status().state == "active"
+    assert operator.status().state == "no_watcher"
