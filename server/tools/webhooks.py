@@ -53,7 +53,8 @@ MAX_EVENTS_SCHEMA = _limit_schema(MIN_MAX_EVENTS, "^(default|[0-9]+)$")
 
 def register(mcp: MCPServer, settings: WebhookSettings, imap: ImapSettings) -> None:
     def opened() -> WebhookAccount:
-        store = webhook_store(settings.store_url, imap.account, imap.legacy_account)
+        keys = tuple(key.reveal() for key in settings.store_keys)
+        store = webhook_store(settings.store_url, imap.account, imap.legacy_account, keys)
         return WebhookAccount(store, settings, imap.account)
 
     async def run(method: str, *args: Any) -> Any:

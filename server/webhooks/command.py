@@ -44,7 +44,8 @@ def _fail(message: str) -> NoReturn:
 
 
 def _store(settings: Settings) -> Store:
-    return webhook_store(settings.webhooks.store_url, settings.imap.account, settings.imap.legacy_account)
+    keys = tuple(key.reveal() for key in settings.webhooks.store_keys)
+    return webhook_store(settings.webhooks.store_url, settings.imap.account, settings.imap.legacy_account, keys)
 
 
 def run_webhook(settings: Settings, args: argparse.Namespace) -> None:

@@ -56,16 +56,15 @@ _NUMBER_BOUND = 10**NUMBER_TEXT_MAX
 
 
 @functools.lru_cache(maxsize=256)
-def webhook_store(url: str, account: str, legacy: str) -> Store:
+def webhook_store(url: str, account: str, legacy: str, keys: tuple[str, ...] = ()) -> Store:
     """The store at `url`, opened once per process, with rows an earlier version kept under `legacy` adopted by
-    `account` (`rows.adopt_legacy_rows`); `StoreError` when it cannot be opened."""
+    `account` (`rows.adopt_legacy_rows`, which needs one of `keys` to seal their secrets again); `StoreError` when
+    it cannot be opened."""
     store = Store(url)
     with store.transaction() as tx:
         tx.lock_account(legacy)
-        if adopt_legacy_rows(tx, account, legacy):
-            get_logger().info(
-                "webhook rows of %s are now kept under %s (its port is part of its name)", legacy, account
-            )
+        if adopt_legacy_rows(tx, StoreCipher(list(keys)), account, legacy):
+            get_logger().info("webhook rows of %s are now kept under %s (the port names it too)", legacy, account)
     return store
 
 

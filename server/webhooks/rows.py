@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 
 from ..config import is_loopback
 from ..store.database import Tx
-from .cipher import StoreCipher
+from .cipher import StoreCipher, Unreadable
 
 COLUMNS = (
     "account, url_sealed, auth_header_sealed, secret_sealed, enabled, paused_since, consecutive_failures, "
@@ -171,13 +171,28 @@ def save_endpoint(tx: Tx, cipher: StoreCipher, account: str, url: str, auth_head
 ACCOUNT_TABLES = ("webhooks", "webhook_events", "mailbox_marks", "watcher_leases")
 
 
-def adopt_legacy_rows(tx: Tx, account: str, legacy: str) -> bool:
+def adopt_legacy_rows(tx: Tx, cipher: StoreCipher, account: str, legacy: str) -> bool:
     """Give `account` the webhook rows an earlier version kept under `legacy` (`login@host`, without the port),
-    unless it has a webhook of its own; whether it took any. Idempotent."""
-    if legacy == account or tx.one("SELECT account FROM webhooks WHERE account = ?", account) is not None:
+    unless it has a webhook of its own; whether it took any. The row's secrets are bound to the name they were
+    sealed under, so they are opened and sealed again under `account`: without a key that opens them nothing is
+    adopted (the row stays, `unreadable` to the old name, until `webhook set`). Idempotent."""
+    if legacy == account or load_row(tx, account) is not None:
         return False
-    if tx.one("SELECT account FROM webhooks WHERE account = ?", legacy) is None:
+    row = load_row(tx, legacy)
+    if row is None:
         return False
+    try:
+        receiver = open_endpoint(row, cipher)
+    except Unreadable:
+        return False
+    header = f"{receiver.auth_header[0]}: {receiver.auth_header[1]}" if receiver.auth_header else None
+    tx.run(
+        "UPDATE webhooks SET url_sealed = ?, auth_header_sealed = ?, secret_sealed = ? WHERE account = ?",
+        cipher.encrypt(receiver.url, account, "url"),
+        cipher.encrypt(header, account, "auth_header") if header else None,
+        cipher.encrypt(receiver.secret, account, "secret"),
+        legacy,
+    )
     for table in ACCOUNT_TABLES:
         tx.run(f"UPDATE {table} SET account = ? WHERE account = ?", account, legacy)
     return True

@@ -99,6 +99,7 @@ def probes(account: Account) -> dict[str, Probe]:
         "manage_mailbox": ("manage_mailbox", lambda ids: {"action": "create", "mailbox": account.mailbox("Probe")}),
         "search_messages": ("search_messages", lambda ids: {"subject": "report"}),
         "get_message": ("get_message", lambda ids: {"id": ids["Quarterly report"][0]}),
+        "get_thread": ("get_thread", lambda ids: {"id": ids["Project kickoff"][0]}),
         "get_attachments": ("get_attachments", lambda ids: {"id": ids["Invoice and overview"][0]}),
         "list_new_messages": ("list_new_messages", lambda ids: {}),
         "set_message_flags (flags)": (

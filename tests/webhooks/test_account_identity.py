@@ -22,7 +22,7 @@ from imap_mcp.server.demo.dovecot import Dovecot
 from imap_mcp.server.store.database import Store
 from imap_mcp.server.webhooks.cipher import StoreCipher
 from imap_mcp.server.webhooks.operations import webhook_store
-from imap_mcp.server.webhooks.rows import load_row, save_endpoint
+from imap_mcp.server.webhooks.rows import load_row, open_endpoint, save_endpoint
 
 URL = "https://hooks.example.net/new-mail"
 
@@ -72,8 +72,19 @@ def test_rows_kept_under_the_old_name_are_adopted_once_by_the_account(tmp_path: 
     key = new_key()
     with Store(url).transaction() as tx:
         save_endpoint(tx, StoreCipher([key]), "me@imap.example.org", URL, None)
-    store = webhook_store(url, "me@imap.example.org:993", "me@imap.example.org")
+    store = webhook_store(url, "me@imap.example.org:993", "me@imap.example.org", (key,))
     with store.transaction() as tx:
         assert load_row(tx, "me@imap.example.org") is None
         row = load_row(tx, "me@imap.example.org:993")
     assert row is not None and row.enabled
+    assert open_endpoint(row, StoreCipher([key])).url == URL  # sealed again under its new name: it opens
+
+
+def test_rows_under_the_old_name_stay_where_no_key_opens_them(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'store.sqlite3'}"
+    with Store(url).transaction() as tx:
+        save_endpoint(tx, StoreCipher([new_key()]), "me@imap.example.org", URL, None)
+    store = webhook_store(url, "me@imap.example.org:993", "me@imap.example.org", (new_key(),))
+    with store.transaction() as tx:
+        assert load_row(tx, "me@imap.example.org") is not None
+        assert load_row(tx, "me@imap.example.org:993") is None
