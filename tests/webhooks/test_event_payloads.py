@@ -75,7 +75,8 @@ def test_any_display_name_prints_as_one_address_with_that_name_on_one_line(name:
     shown = address.display_name
     assert len(shown) <= MAX_NAME_CHARS and not CONTROLS.search(shown)
     plain = " ".join(name.split())
-    if len(plain) <= MAX_NAME_CHARS and plain.isprintable():
+    # a name with a CR or LF is one the email package refuses: the address is kept without it (test below)
+    if len(plain) <= MAX_NAME_CHARS and plain.isprintable() and not {"\r", "\n"} & set(name):
         assert shown == plain
 
 
