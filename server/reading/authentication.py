@@ -5,13 +5,15 @@ message, in an `Authentication-Results` header naming itself (the authserv-id). 
 such a header into a message they send, naming any server, so only the operator can say which
 headers to believe: `IMAP_TRUSTED_AUTHSERV_ID` names the receiving server(s).
 
-Verdicts come from the headers at the very top: the run of `Authentication-Results` headers whose
-authserv-id is trusted, starting with the topmost one (several milters of one server each add their
-own). The first header with another id ends the run: whatever stands below a foreign header was
-there before that hop, so a trusted id below it was written by someone else. Without the setting,
-or without such a header at the top, each verdict is `unverified` and `trusted` false. This holds
-only when the receiving server removes `Authentication-Results` headers with its own id from
-incoming mail, as RFC 8601 section 5 requires.
+Verdicts come from the topmost `Authentication-Results` header alone, when its authserv-id is trusted.
+A header with another id above it means another hop wrote after the trusted server, so whatever
+stands below was there before that hop: a trusted id there was written by someone else, and is
+ignored. A trusted header right below the topmost one is ignored too: a sender can write one into
+the message, and a receiving server that does not remove it (RFC 8601 section 5 asks it to) leaves it
+there, next to its own. Without the setting, or when the topmost header is not the trusted
+server's, each verdict is `unverified` and `trusted` false. A server that writes its verdicts in
+several headers (one per milter) is read from its topmost one only; the methods of the others show
+as `none`.
 
 DKIM names the signing domain (`header.d`, else the domain of `header.i`) and whether it aligns with
 the From domain (DMARC's relaxed alignment: the same registrable domain). A sender is `verified`
@@ -157,17 +159,12 @@ def results_headers(raw: bytes) -> list[ResultsHeader]:
 
 
 def trusted_methods(headers: Sequence[ResultsHeader], trusted: Iterable[str]) -> tuple[str | None, list[Method]]:
-    """(the trusted authserv-id, the methods of the run of trusted headers at the top); (None, []) when the
-    topmost header is not trusted, or there is none."""
+    """(the trusted authserv-id, the methods of the topmost header) when the topmost header is the trusted
+    server's; (None, []) when it is another's (everything below it is ignored), or there is none."""
     ids = {t.lower() for t in trusted}
-    found: list[Method] = []
-    authserv_id = None
-    for header in headers:
-        if header.authserv_id not in ids:
-            break
-        authserv_id = authserv_id or header.authserv_id
-        found += header.methods
-    return authserv_id, found
+    if not headers or headers[0].authserv_id not in ids:
+        return None, []
+    return headers[0].authserv_id, list(headers[0].methods)
 
 
 def _verdict(methods: list[Method], name: str) -> str:

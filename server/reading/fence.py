@@ -38,7 +38,7 @@ from .invisible import invisible_removed
 #: the word in every fence line; a sender line holding it (in any spelling) is neutralised
 FENCE_WORD = "mail-text"
 NONCE_BYTES = 16
-_LOOKS_LIKE_FENCE = re.compile(r"mail[\s_-]*text", re.IGNORECASE)
+_LOOKS_LIKE_FENCE = re.compile(r"mail(?:[^\w\s]{1,3}|_)?text", re.IGNORECASE)
 #: what `str.splitlines` ends a line at, beyond \n and \r: a single-line text has none of them
 _LINE_BREAKS = re.compile(r"[\r\n\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
 #: line breaks JSON leaves as they are (it escapes those below U+0020)
@@ -74,7 +74,10 @@ def imitates_fence(text: str) -> int:
 
 
 def _neutral_line(line: str) -> str:
+    """`line` marked and its brackets turned round; a line so marked already stays as it is."""
     body = line.rstrip("\r\n\v\f\x1c\x1d\x1e\x85\u2028\u2029")
+    if body.startswith(IMITATION_MARK) and "[" not in body and "]" not in body:
+        return line
     ending = line[len(body) :]
     return IMITATION_MARK + body.replace("[", "(").replace("]", ")") + ending
 

@@ -36,7 +36,7 @@ from .warnings import (
     SenderFacts,
     WarningCode,
     display_name_warning,
-    instructions_warning,
+    instruction_findings,
     lookalike_warnings,
     reply_to_warning,
 )
@@ -138,12 +138,7 @@ def _facts(envelope: Any, data: FetchData) -> SenderFacts:
 
 def _codes(facts: SenderFacts, sender: str, subject: str) -> tuple[WarningCode, ...]:
     """The codes of the warnings the headers give whatever the account knows."""
-    found: list[MailWarning | None] = [
-        display_name_warning(facts),
-        reply_to_warning(facts),
-        instructions_warning("subject", subject, ()),
-        instructions_warning("From", sender, ()),
-    ]
+    found: list[MailWarning | None] = [display_name_warning(facts), reply_to_warning(facts)]
     codes = [w.code for w in found if w is not None]
     if without_invisible(sender)[1] or without_invisible(subject)[1]:
         codes.append("hidden_text")
@@ -219,8 +214,14 @@ def judged(summaries: Sequence[MessageSummary], judge: Judge) -> None:
         if found.unreadable is not None:
             continue
         found.sender_verified = found._facts.verified(judge)
-        lookalike = ["lookalike_domain"] if lookalike_warnings(found._facts, judge) else []
-        found.warnings = list(dict.fromkeys([*found._codes, *lookalike]))  # type: ignore[list-item]
+        judging: list[WarningCode] = []
+        if lookalike_warnings(found._facts, judge):
+            judging.append("lookalike_domain")
+        if instruction_findings(found.subject, judge.tool_names) or instruction_findings(
+            found.sender, judge.tool_names
+        ):
+            judging.append("instructions_to_assistant")
+        found.warnings = list(dict.fromkeys([*found._codes, *judging]))
 
 
 class SummaryCache:

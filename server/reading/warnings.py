@@ -83,9 +83,10 @@ _ADDRESS_IN_NAME = re.compile(r"[^\s<>\"'(),;:@\[\]]+@([^\s<>\"'(),;:@\[\]]+\.[^
 
 def display_name_warning(facts: SenderFacts) -> MailWarning | None:
     """`display_name_has_address` when the From display name holds an address that is not the sender's."""
-    if "@" not in facts.name:
+    name = invisible_removed(unicodedata.normalize("NFKC", facts.name))
+    if "@" not in name:
         return None
-    for found in _ADDRESS_IN_NAME.finditer(invisible_removed(unicodedata.normalize("NFKC", facts.name))):
+    for found in _ADDRESS_IN_NAME.finditer(name):
         if found.group(0).lower() != facts.address.lower():
             shown = ascii_domain(unicode_domain(found.group(1)))
             sender = ascii_domain(unicode_domain(facts.domain or "")) or "no domain"
@@ -170,7 +171,8 @@ INSTRUCTION_RULES: tuple[Rule, ...] = (
         r"<\|(?:im_start|im_end|system|user|assistant|endoftext|eot_id|start_header_id|end_header_id)\|>",
         r"\[/?inst\]|<</?sys>>",
         r"</?(?:system|assistant|user_query|instructions?|tool_call|function_calls?|admin_instructions?|developer)>",
-        r"^\s*(?:#{1,3}\s*|\[\s*)?(?:system|developer)\s*(?:prompt|message|instructions?|override|note)?\s*\]?\s*:(?!//)",
+        r"^\s*\[\s*(?:system|developer)\s*\]|^\s*#{1,3}\s*(?:system|developer)\b",
+        r"^\s*(?:system|developer)\s+(?:prompt|message|instructions?|override|note)\s*:",
         multiline=True,
     ),
     _rule(
@@ -187,7 +189,7 @@ INSTRUCTION_RULES: tuple[Rule, ...] = (
         "announces new instructions, a new task or a mode for the reader",
         rf"\b(?:new|updated|real|actual|hidden|secret|additional|further|important)\s+instructions?\s+(?:for|to)\s+"
         rf"(?:you|the\s+{_READERS})\b",
-        r"\byour\s+(?:new|real|actual|true|only)\s+(?:instructions|task|goal|objective|purpose|directive)\s+(?:is|are|now)\b",
+        r"\byour\s+(?:real|actual|true)\s+(?:instructions|task|goal|objective|purpose|directive)\s+(?:is|are|now)\b",
         r"\b(?:enter|enable|activate|switch to)\s+(?:developer|dan|god|jailbreak|unrestricted|debug)\s+mode\b",
         r"\b(?:reveal|print|show|output|repeat|leak)\s+(?:me\s+)?(?:your|the)\s+(?:system\s+prompt|initial\s+prompt|"
         r"hidden\s+instructions|instructions above)\b",
