@@ -33,10 +33,11 @@ def formatted(name: str, address: str) -> str:
 
 
 def envelope_address(address: Any) -> tuple[str, str]:
-    """(decoded display name, `mailbox@host`) of an IMAP ENVELOPE address."""
+    """(decoded display name, `mailbox@host`) of an IMAP ENVELOPE address (a host Courier gives as an encoded word,
+    for a header with a raw UTF-8 domain, decoded too)."""
     name = decode_words(address.name) if address.name else ""
     mailbox = (address.mailbox or b"").decode("utf-8", "replace")
-    host = (address.host or b"").decode("utf-8", "replace")
+    host = decode_words(address.host) if address.host else ""
     return name, f"{mailbox}@{host}" if host else mailbox
 
 

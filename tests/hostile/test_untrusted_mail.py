@@ -15,7 +15,7 @@ import json
 from typing import Any
 
 import pytest
-from harness import Account, append_message, error_text, served, structured
+from harness import Account, append_message, error_text, mailbox_names, served, structured
 from mcp import Client
 from untrusted_mail import CASES, CORRESPONDENT, TRUSTED, Case, mail
 
@@ -36,11 +36,13 @@ def judging_settings(account: Account) -> Settings:
 
 
 def has_written_to_the_correspondent(account: Account) -> None:
-    client = account.imap()
-    try:
-        client.create_folder(account.mailbox("Sent"))
-    finally:
-        client.logout()
+    """A message to the correspondent in Sent (made first where a new account has none)."""
+    if account.mailbox("Sent") not in mailbox_names(account):
+        client = account.imap()
+        try:
+            client.create_folder(account.mailbox("Sent"))
+        finally:
+            client.logout()
     sent = mail(sender="demo@example.org", subject="to a correspondent", body="hello\n")
     append_message(account, sent.replace(b"To: demo@example.org", f"To: billing@{CORRESPONDENT}".encode()), "Sent")
 
@@ -106,7 +108,8 @@ async def test_every_reading_tool_fences_and_judges(empty_account: Account, case
     assert len(set(nonces)) == len(nonces)
     assert {w["code"] for w in message["warnings"]} == case.codes
     assert all(w["detail"].isascii() and "SENDERTEXT" not in w["detail"] for w in message["warnings"])
-    assert set(summary["warnings"]) == case.summary_codes
+    lost = empty_account.server_name in case.envelope_loses
+    assert set(summary["warnings"]) == (frozenset() if lost else case.summary_codes), summary["from"]
     verdicts = message["authentication"]
     assert (verdicts["spf"], verdicts["dkim"]["result"], verdicts["dmarc"], verdicts["trusted"]) == case.verdicts
     assert verdicts["authserv_id"] == (TRUSTED if case.verdicts[3] else None)

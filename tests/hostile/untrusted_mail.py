@@ -32,6 +32,9 @@ class Case:
     removed: dict[str, int] = field(default_factory=dict)
     headers: dict[str, str] = field(default_factory=dict)
     filenames: tuple[str | None, ...] = ()
+    #: servers whose ENVELOPE loses what the case hides (summaries are made from it; get_message reads the header):
+    #: Cyrus drops the 8-bit bytes of a raw UTF-8 domain, Mailutils drops the address and rewrites decoded names
+    envelope_loses: tuple[str, ...] = ()
 
 
 def mail(
@@ -132,6 +135,7 @@ CASES: tuple[Case, ...] = (
         raw_headers(f"From: PayPal SENDERTEXT <service@p{CYRILLIC_A}ypal.com>", "Subject: SENDERTEXT"),
         codes=frozenset({"lookalike_domain"}),
         summary_codes=frozenset({"lookalike_domain"}),
+        envelope_loses=("cyrus", "mailutils"),
     ),
     Case(
         "punycode-lookalike-of-a-correspondent",
@@ -154,6 +158,7 @@ CASES: tuple[Case, ...] = (
         codes=frozenset({"display_name_has_address"}),
         summary_codes=frozenset({"display_name_has_address"}),
         headers={"from": '"service@paypal.com\\",<boss@corp.example>" <x@evil.example>'},
+        envelope_loses=("mailutils",),
     ),
     Case(
         "reply-to-elsewhere",
