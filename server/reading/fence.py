@@ -41,8 +41,9 @@ NONCE_BYTES = 16
 _LOOKS_LIKE_FENCE = re.compile(r"mail(?:[^\w\s]{1,3}|_)?text", re.IGNORECASE)
 #: what `str.splitlines` ends a line at, beyond \n and \r: a single-line text has none of them
 _LINE_BREAKS = re.compile(r"[\r\n\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
-#: line breaks JSON leaves as they are (it escapes those below U+0020)
-_RAW_IN_JSON = {"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+#: line breaks JSON leaves as they are (it escapes those below U+0020), for `str.translate`
+_RAW_IN_JSON = {0x85: "\\u0085", 0x2028: "\\u2028", 0x2029: "\\u2029"}
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(", ", ": "))
 IMITATION_MARK = "(imitates a fence line) "
 
 
@@ -155,8 +156,7 @@ def _marker_in(metadata: list[Any]) -> SenderWritten | None:
 
 def _json(value: Any) -> str:
     """`value` as JSON on one line (line breaks JSON would leave raw are escaped too)."""
-    text = json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
-    return re.sub("[\x85\u2028\u2029]", lambda found: _RAW_IN_JSON[found.group(0)], text)
+    return _ENCODER.encode(value).translate(_RAW_IN_JSON)
 
 
 def _is_models(value: Any) -> bool:

@@ -17,6 +17,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from pydantic import BaseModel, Field, PrivateAttr
@@ -217,11 +218,15 @@ def judged(summaries: Sequence[MessageSummary], judge: Judge) -> None:
         judging: list[WarningCode] = []
         if lookalike_warnings(found._facts, judge):
             judging.append("lookalike_domain")
-        if instruction_findings(found.subject, judge.tool_names) or instruction_findings(
-            found.sender, judge.tool_names
-        ):
+        if _addresses_an_assistant(found.subject, found.sender, judge.tool_names):
             judging.append("instructions_to_assistant")
         found.warnings = list(dict.fromkeys([*found._codes, *judging]))
+
+
+@lru_cache(maxsize=MAX_CACHED_SUMMARIES)
+def _addresses_an_assistant(subject: str, sender: str, tool_names: frozenset[str]) -> bool:
+    """Whether a summary's subject or From holds text addressed to an AI assistant (remembered: pages repeat)."""
+    return bool(instruction_findings(subject, tool_names) or instruction_findings(sender, tool_names))
 
 
 class SummaryCache:

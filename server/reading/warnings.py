@@ -23,6 +23,7 @@ import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Literal
 from urllib.parse import urlsplit
 
@@ -203,12 +204,29 @@ def _flat(text: str) -> str:
     return re.sub(r"[ \t\xa0]+", " ", view)
 
 
+#: a word every rule needs (checked first: most text holds none, and is done with in one pass)
+_ANY_RULE = re.compile(
+    r"ignor|disregard|forget|overrid|bypass|discard|abandon|\bai\b|a\.i\.|llm|model|assistant|agent|bot\b|gpt"
+    r"|copilot|<\||<<|inst\]|tool_call|function_call|system|developer|\buser|owner|instruction|task|goal|objective"
+    r"|purpose|directive|mode\b|prompt"
+)
+
+
+@lru_cache(maxsize=8)
+def _tool_name_pattern(tool_names: frozenset[str]) -> re.Pattern[str] | None:
+    if not tool_names:
+        return None
+    names = "|".join(re.escape(name) for name in sorted(tool_names, key=len, reverse=True))
+    return re.compile(rf"(?<![a-z0-9_])(?:{names})(?![a-z0-9_])")
+
+
 def instruction_findings(text: str, tool_names: Iterable[str] = ()) -> list[str]:
     """What in `text` addresses an AI assistant: the `says` of each rule that matches, and this server's tool
     names it holds."""
     view = _flat(text)
-    found = [rule.says for rule in INSTRUCTION_RULES if rule.pattern.search(view)]
-    named = sorted(name for name in tool_names if re.search(rf"(?<![a-z0-9_]){re.escape(name)}(?![a-z0-9_])", view))
+    found = [rule.says for rule in INSTRUCTION_RULES if rule.pattern.search(view)] if _ANY_RULE.search(view) else []
+    pattern = _tool_name_pattern(frozenset(tool_names))
+    named = sorted(set(pattern.findall(view))) if pattern is not None and "_" in view else []
     if named:
         found.append("names this server's tool" + ("s " if len(named) > 1 else " ") + ", ".join(named))
     return found
