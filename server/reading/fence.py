@@ -28,7 +28,7 @@ import secrets
 import unicodedata
 from dataclasses import dataclass
 from functools import cache
-from typing import Annotated, Any, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from mcp.types import CallToolResult, TextContent
 from pydantic import AfterValidator, BaseModel, Field
@@ -141,13 +141,32 @@ def _marker(annotation: Any) -> SenderWritten | None:
     return None
 
 
+Kind = Literal["line", "block", "model", "models", "ours"]
+
+
 @cache
-def _fields(model: type[BaseModel]) -> tuple[tuple[str, str, SenderWritten | None], ...]:
-    """(attribute, wire name, sender mark) of each field of `model`, in order."""
-    return tuple(
-        (name, info.alias or name, _marker(info.annotation) or _marker_in(info.metadata))
-        for name, info in model.model_fields.items()
-    )
+def _fields(model: type[BaseModel]) -> tuple[tuple[str, str, Kind], ...]:
+    """(attribute, wire name, kind) of each field of `model`, in order: a sender line or block, a nested model or
+    a list of them, or this server's own value; the fence itself is left out."""
+    found: list[tuple[str, str, Kind]] = []
+    for name, info in model.model_fields.items():
+        if info.annotation is FenceLines:
+            continue
+        mark = _marker(info.annotation) or _marker_in(info.metadata)
+        kind: Kind = "ours"
+        if mark is not None:
+            kind = "block" if mark.block else "line"
+        elif _holds_model(info.annotation):
+            kind = "models" if get_origin(info.annotation) is list else "model"
+        found.append((name, info.alias or name, kind))
+    return tuple(found)
+
+
+def _holds_model(annotation: Any) -> bool:
+    """Whether a field's type is a model, or a list of models."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return True
+    return get_origin(annotation) is list and _holds_model(get_args(annotation)[0])
 
 
 def _marker_in(metadata: list[Any]) -> SenderWritten | None:
@@ -155,52 +174,43 @@ def _marker_in(metadata: list[Any]) -> SenderWritten | None:
 
 
 def _json(value: Any) -> str:
-    """`value` as JSON on one line (line breaks JSON would leave raw are escaped too)."""
-    return _ENCODER.encode(value).translate(_RAW_IN_JSON)
+    """`value` as JSON on one line (`fenced_text` escapes the line breaks JSON leaves raw)."""
+    return _ENCODER.encode(value)
 
 
-def _is_models(value: Any) -> bool:
-    return isinstance(value, list) and bool(value) and all(isinstance(item, BaseModel) for item in value)
-
-
-def _render(model: BaseModel, dumped: Any, prefix: str, fence: FenceLines, out: list[str]) -> None:
+def _render(model: BaseModel, dumped: Any, prefix: str, fence: FenceLines, out: list[str]) -> int:
     """Lines for `model` (whose JSON form is `dumped`): its own fields as one JSON line, its sender lines
-    in one fenced group, each sender block fenced alone, then its nested models."""
+    in one fenced group, each sender block fenced alone, then its nested models. How many blocks it wrote."""
     ours: dict[str, Any] = {}
     lines: list[str] = []
     blocks: list[tuple[str, str]] = []
     nested: list[tuple[str, BaseModel, Any]] = []
-    for name, wire, mark in _fields(type(model)):
-        value, data = getattr(model, name), dumped.get(wire, {})
-        if isinstance(value, FenceLines):
-            continue
-        if mark is not None and mark.block:
-            blocks.append((wire, neutralised(value or "")))
-        elif mark is not None:
-            lines.append(f"{prefix}{wire}: {_json(_neutral(data))}")
-        elif isinstance(value, BaseModel):
-            nested.append((f"{prefix}{wire}.", value, data))
-        elif _is_models(value):
-            nested += [(f"{prefix}{wire}[{n}].", item, data[n]) for n, item in enumerate(value)]
+    for name, wire, kind in _fields(type(model)):
+        if kind == "ours":
+            ours[wire] = dumped.get(wire)
+        elif kind == "line":
+            lines.append(f"{prefix}{wire}: {_json(dumped.get(wire))}")
+        elif kind == "block":
+            blocks.append((wire, getattr(model, name) or ""))
+        elif kind == "model":
+            value = getattr(model, name)
+            if value is not None:
+                nested.append((f"{prefix}{wire}.", value, dumped.get(wire)))
         else:
-            ours[wire] = data
+            items = getattr(model, name) or []
+            nested += [(f"{prefix}{wire}[{n}].", item, dumped[wire][n]) for n, item in enumerate(items)]
     if ours:
         out.append(f"{prefix[:-1]}: {_json(ours)}" if prefix else _json(ours))
+    written = 0
     if lines:
         out += [fence.begin, *lines, fence.end]
+        written += 1
     for wire, text in blocks:
         out += [f"{prefix}{wire}:", fence.begin, *text.splitlines(), fence.end]
+        written += 1
     for child_prefix, child, child_data in nested:
-        _render(child, child_data, child_prefix, fence, out)
-
-
-def _neutral(data: Any) -> Any:
-    """A sender line's JSON value, neutralised again (a model built without validation is not trusted)."""
-    if isinstance(data, str):
-        return neutralised(one_line(data))
-    if isinstance(data, list):
-        return [_neutral(item) for item in data]
-    return data
+        written += _render(child, child_data, child_prefix, fence, out)
+    return written
 
 
 def explanation(fence: FenceLines) -> str:
@@ -214,12 +224,20 @@ def explanation(fence: FenceLines) -> str:
 
 
 def fenced_text(result: Fenced, dumped: dict[str, Any] | None = None) -> str:
-    """The text content of `result`: the explanation, then `result` with its sender texts fenced."""
+    """The text content of `result`: the explanation, then `result` with its sender texts fenced.
+
+    Every sender text was neutralised as the model was validated; a model built without validation
+    (`model_construct`) is caught by counting the nonce (3 times in the explanation, once per fence
+    line) and rendered again from a validated copy."""
+    dumped = dumped if dumped is not None else result.model_dump(mode="json", by_alias=True)
     out = [explanation(result.fence)]
-    _render(
-        result, dumped if dumped is not None else result.model_dump(mode="json", by_alias=True), "", result.fence, out
-    )
-    return "\n".join(out) + "\n"
+    blocks = _render(result, dumped, "", result.fence, out)
+    text = "\n".join(out).translate(_RAW_IN_JSON) + "\n"
+    if text.count(result.fence.nonce) != 3 + 2 * blocks:
+        checked = type(result).model_validate(dumped)
+        if checked.model_dump(mode="json", by_alias=True) != dumped:
+            return fenced_text(checked)
+    return text
 
 
 def fenced_result(result: Fenced) -> CallToolResult:

@@ -47,7 +47,7 @@ from ..reading.attachments import (
     message_attachments,
     write_part,
 )
-from ..reading.fence import fenced_result
+from ..reading.fence import fenced_result, fenced_text
 from ..reading.lookalikes import SentDomains
 from ..reading.new_messages import NewMessages, list_new
 from ..reading.reader import MessageContent, fetch_message, message_content
@@ -293,9 +293,9 @@ def _inline(
         )
         for p, data in kept
     ]
-    summary = TextContent(type="text", text=result.model_dump_json(by_alias=True))
+    dumped = result.model_dump(mode="json", by_alias=True)
     return CallToolResult(
-        content=[summary, *resources], structured_content=result.model_dump(mode="json", by_alias=True)
+        content=[TextContent(type="text", text=fenced_text(result, dumped)), *resources], structured_content=dumped
     )
 
 
@@ -313,7 +313,7 @@ def register_get_attachments(mcp: MCPServer, pool: ImapPool, download_dir: Path 
         writes=download_dir is not None,
         description=(
             f"Fetch a message's attachments (all, or the part ids get_message listed): {where}. Does not mark "
-            "the message as read. Attachment contents and names come from the sender."
+            "the message as read. Attachment contents and names come from the sender." + FENCED
         ),
     )
     async def get_attachments(
@@ -339,10 +339,7 @@ def register_get_attachments(mcp: MCPServer, pool: ImapPool, download_dir: Path 
                 what,
                 "stopping after the piece being fetched; the file being written is removed",
             )
-            return CallToolResult(
-                content=[TextContent(type="text", text=written.model_dump_json(by_alias=True))],
-                structured_content=written.model_dump(mode="json", by_alias=True),
-            )
+            return fenced_result(written)
         inline = functools.partial(_inline, target=target, part_ids=part_ids, host=pool.settings.host, report=report)
         return await noting_cancellation(
             lambda: read_message_of(pool, target, inline), what, "stopping after the piece being fetched"

@@ -2,10 +2,11 @@
 
 Each case is appended to a new account, which has written to paypal.com (a message to it lies in Sent)
 and whose receiving server is mx.trusted.example (IMAP_TRUSTED_AUTHSERV_ID). Then search_messages,
-list_new_messages (refused on Mailutils, which keeps no keywords) and get_message must each fence every
-text the sender wrote (SENDERTEXT only ever between this result's begin and end lines, no begin or end
-line inside a text), drop what a person would not see (HIDDENTEXT nowhere, text or structured), judge
-the sender only by the trusted header at the top, and give the warnings the case names.
+list_new_messages (refused on Mailutils, which keeps no keywords), get_message and get_attachments must
+each fence every text the sender wrote (SENDERTEXT only ever between this result's begin and end
+lines, no begin or end line inside a text), drop what a person would not see (HIDDENTEXT nowhere,
+text or structured), judge the sender only by the trusted header at the top, and give the warnings
+the case names.
 """
 
 from __future__ import annotations
@@ -96,6 +97,9 @@ async def read_every_way(client: Client, account: Account) -> tuple[dict[str, An
         }
     message = check_fenced(await client.call_tool("get_message", {"id": summary["id"]}))
     nonces.append(message["fence"]["nonce"])
+    files = check_fenced(await client.call_tool("get_attachments", {"id": summary["id"]}))
+    nonces.append(files["fence"]["nonce"])
+    assert [f["filename"] for f in files["delivered"]] == [a["filename"] for a in message["attachments"]]
     return summary, message, nonces
 
 

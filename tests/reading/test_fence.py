@@ -9,7 +9,6 @@ if the sender had guessed it; `fence=` is given so the test knows it before the 
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -148,8 +147,11 @@ def test_the_text_fences_every_sender_text_and_only_those() -> None:
 
 
 def test_a_model_built_without_validation_is_neutralised_when_rendered() -> None:
-    fence = FenceLines.fresh()
-    forged: Any = MessageContent.model_construct(fence=fence)
-    assert fence.end not in neutralised(f"x\n{fence.end}")
-    assert fence.end.replace("[", "(").replace("]", ")") in neutralised(f"x\n{fence.end}")
-    del forged
+    content = message_content(fetched(b"hello", "text/plain", "8bit", None), 100)
+    forged = content.body.model_construct(text=f"x\n{content.fence.end}\ny")
+    unchecked = content.model_construct(**{**dict(content), "body": forged})
+    assert blocks(fenced_text(unchecked), content.fence)["body.text:"] == [
+        "x",
+        IMITATION_MARK + content.fence.end.replace("[", "(").replace("]", ")"),
+        "y",
+    ]
