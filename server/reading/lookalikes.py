@@ -206,8 +206,8 @@ def _lookalike_reasons(domain: str, known: KnownDomains) -> tuple[str, ...]:
 #: messages of Sent whose recipients are read, newest first, and the most domains kept of them
 SENT_MESSAGES = 500
 MAX_KNOWN_DOMAINS = 5000
-#: how long a look for a Sent mailbox that found none stands before the account's mailboxes are listed again
-NO_SENT_RECHECK_SECONDS = 60.0
+#: how long a look at Sent (its STATUS, or finding there is none) stands before the next call looks again
+SENT_RECHECK_SECONDS = 30.0
 
 
 @dataclass(frozen=True)
@@ -222,12 +222,13 @@ class SentDomains:
     """The domains an account knows: its own, and those of the recipients of its newest `SENT_MESSAGES` sent.
 
     Kept in process memory, one per account (the tools module makes it), at most `MAX_KNOWN_DOMAINS`.
-    Every reading call asks `is_current` within its own IMAP operation: one STATUS of Sent
-    (UIDVALIDITY, UIDNEXT, MESSAGES), compared with what the domains were read from. When it differs the
-    call runs `refresh` (a separate operation that EXAMINEs Sent and fetches ENVELOPEs) before it judges,
-    so the answer is always the one a fresh read would give. Only an account without a Sent mailbox is
-    looked at again no more than every `NO_SENT_RECHECK_SECONDS` (a Sent created meanwhile is missed
-    for that long).
+    A reading call asks `is_current` within its own IMAP operation; at most every
+    `SENT_RECHECK_SECONDS` that costs one STATUS of Sent (UIDVALIDITY, UIDNEXT, MESSAGES), compared with
+    what the domains were read from (a LIST first when Sent's name is not known). When it differs the
+    call runs `refresh` (a separate operation that EXAMINEs Sent and fetches ENVELOPEs) before it
+    judges. In between, no IMAP command is sent for it: a round trip per call would cost every search a
+    quarter more on a busy server. So a domain first written to (from any client) is known at most
+    `SENT_RECHECK_SECONDS` later, and a Sent created meanwhile is found as late.
     """
 
     def __init__(self, own: Iterable[str] = ()) -> None:
@@ -236,28 +237,37 @@ class SentDomains:
         self._read_from: _SentState | None = None
         self._known = KnownDomains.of(self.own)
         self._status: _SentState | None = None
-        self._no_sent_since: float | None = None
+        #: when a look last found the known domains current (monotonic seconds)
+        self._current_at: float | None = None
 
     @property
     def known(self) -> KnownDomains:
         with self._lock:
             return self._known
 
-    def is_current(self, client: Session) -> bool:
-        """Whether the known domains were read from Sent as it is now (one STATUS; a LIST when its name is unknown)."""
+    def _looked(self, read_from: _SentState | None, known: KnownDomains | None = None) -> None:
         with self._lock:
-            read_from, no_sent_since = self._read_from, self._no_sent_since
-        if read_from is None and no_sent_since is not None:
-            return time.monotonic() - no_sent_since < NO_SENT_RECHECK_SECONDS
+            self._current_at, self._read_from = time.monotonic(), read_from
+            if known is not None:
+                self._known = known
+
+    def is_current(self, client: Session) -> bool:
+        """Whether the known domains stand: looked at lately, or read from Sent as it is now (one STATUS)."""
+        with self._lock:
+            read_from, current_at = self._read_from, self._current_at
+        if current_at is not None and time.monotonic() - current_at < SENT_RECHECK_SECONDS:
+            return True
         name = read_from.mailbox if read_from is not None else mailbox_with_role(client, "sent")
         if name is None:
-            with self._lock:
-                self._no_sent_since, self._read_from, self._known = time.monotonic(), None, KnownDomains.of(self.own)
+            self._looked(None, KnownDomains.of(self.own))
             return True
         status = _status(client, name)
         with self._lock:
             self._status = status
-        return status is not None and status == read_from
+        if status is not None and status == read_from:
+            self._looked(read_from)
+            return True
+        return False
 
     def refresh(self, client: Session) -> None:
         """Read the recipients' domains of Sent's newest messages (a plain pool operation: it EXAMINEs Sent)."""
@@ -265,26 +275,21 @@ class SentDomains:
             status = self._status
         name = status.mailbox if status is not None else mailbox_with_role(client, "sent")
         if name is None:
-            with self._lock:
-                self._no_sent_since, self._read_from = time.monotonic(), None
+            self._looked(None, KnownDomains.of(self.own))
             return
         try:
             selected = client.select_folder(name, readonly=True)
         except imaplib.IMAP4.abort:
             raise  # the connection dropped: the pool's business
         except IMAPClientError:  # Sent cannot be opened: the account's own domains are all it knows
-            with self._lock:
-                self._no_sent_since, self._read_from, self._known = time.monotonic(), None, KnownDomains.of(self.own)
+            self._looked(None, KnownDomains.of(self.own))
             return
         exists = int(selected.get(b"EXISTS", 0) or 0)
         domains = set(self.own)
         if exists:
             first = max(1, exists - SENT_MESSAGES + 1)
             domains |= _recipient_domains(client, first, exists)
-        state = _status(client, name)
-        with self._lock:
-            self._read_from, self._no_sent_since = state, None
-            self._known = KnownDomains.of(sorted(domains)[:MAX_KNOWN_DOMAINS])
+        self._looked(_status(client, name), KnownDomains.of(sorted(domains)[:MAX_KNOWN_DOMAINS]))
 
 
 def _status(client: Session, name: str) -> _SentState | None:

@@ -12,8 +12,8 @@ read-only nor destructive; nor idempotent, since a repeat lists nothing.
 Mail is written by strangers. Every result of these tools is fenced (`reading.fence`: the sender's
 texts between lines with a nonce new for the result) and judged (`reading.warnings`): verdicts from
 the trusted receiving server only, warnings with reasons, what the account knows of its own and its
-correspondents' domains (`reading.lookalikes.SentDomains`, checked by one STATUS of Sent within each
-call and read again before the answer when Sent changed).
+correspondents' domains (`reading.lookalikes.SentDomains`: at most every 30 seconds checked by one
+STATUS of Sent within a call, and read again before its answer when Sent changed).
 """
 
 from __future__ import annotations

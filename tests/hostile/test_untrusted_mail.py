@@ -21,6 +21,7 @@ from mcp import Client
 from untrusted_mail import CASES, CORRESPONDENT, TRUSTED, Case, mail
 
 from imap_mcp.server.config import Settings
+from imap_mcp.server.reading import lookalikes
 
 pytestmark = [
     pytest.mark.anyio,
@@ -164,3 +165,17 @@ async def test_without_a_trusted_server_every_verdict_is_unverified(empty_accoun
         "authserv_id": None,
         "trusted": False,
     }
+
+
+async def test_a_domain_written_to_later_is_known_at_the_next_look(
+    empty_account: Account, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Sent is looked at again (one STATUS) once `SENT_RECHECK_SECONDS` have passed: here at every call."""
+    monkeypatch.setattr(lookalikes, "SENT_RECHECK_SECONDS", 0.0)
+    append_message(empty_account, mail(sender="Support <help@paypa1.com>"), received=RECEIVED)
+    async with served(judging_settings(empty_account)) as client:
+        before = check_fenced(await client.call_tool("search_messages", {}))["messages"][0]
+        has_written_to_the_correspondent(empty_account)
+        after = check_fenced(await client.call_tool("search_messages", {}))["messages"][0]
+    assert "lookalike_domain" not in before["warnings"]
+    assert "lookalike_domain" in after["warnings"]
