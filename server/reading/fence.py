@@ -105,7 +105,13 @@ class SenderWritten:
     block: bool
 
 
+#: what a plain ASCII line without line breaks or anything like a fence holds none of
+_NEEDS_CLEANING = re.compile(r"[^\x20-\x7e]|mail", re.IGNORECASE)
+
+
 def _line(text: str) -> str:
+    if not _NEEDS_CLEANING.search(text):
+        return text
     return neutralised(one_line(invisible_removed(text)))
 
 

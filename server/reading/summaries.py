@@ -30,6 +30,7 @@ from .addresses import envelope_address, formatted
 from .authentication import AUTHENTICATION_FIELD, results_headers
 from .fence import SenderLine, imitates_fence
 from .invisible import without_invisible
+from .lookalikes import lookalike_reasons
 from .parts import attachments, decode_words, parse_structure
 from .warnings import (
     Judge,
@@ -38,7 +39,6 @@ from .warnings import (
     WarningCode,
     display_name_warning,
     instruction_findings,
-    lookalike_warnings,
     reply_to_warning,
 )
 
@@ -216,7 +216,8 @@ def judged(summaries: Sequence[MessageSummary], judge: Judge) -> None:
             continue
         found.sender_verified = found._facts.verified(judge)
         judging: list[WarningCode] = []
-        if lookalike_warnings(found._facts, judge):
+        domain = found._facts.domain
+        if domain and lookalike_reasons(domain, judge.known):
             judging.append("lookalike_domain")
         if _addresses_an_assistant(found.subject, found.sender, judge.tool_names):
             judging.append("instructions_to_assistant")
