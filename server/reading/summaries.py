@@ -85,9 +85,13 @@ class MessageSummary(BaseModel):
         "(DMARC, or DKIM or SPF aligned with it, passed); false: it judged and nothing vouches; null: no trusted "
         "verdict (get_message gives the details).",
     )
-    warnings: list[WarningCode] = Field(
+    #: plain strings, not an enum: a client checks every summary of a page against the schema, and an enum per
+    #: item costs each check more (the codes are get_message's `warnings[].code`)
+    warnings: list[str] = Field(
         default_factory=list,
-        description="Codes of the warnings the headers give (get_message gives each with its reason).",
+        description="Codes of the warnings the headers give, as get_message's warnings[].code "
+        "(display_name_has_address, reply_to_elsewhere, lookalike_domain, hidden_text, instructions_to_assistant, "
+        "fence_imitation); get_message gives each with its reason.",
     )
     _facts: SenderFacts = PrivateAttr(default_factory=SenderFacts)
     _codes: tuple[WarningCode, ...] = PrivateAttr(default=())
