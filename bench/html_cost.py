@@ -1,5 +1,8 @@
 """Cost of HTML → text on hostile HTML: html2text as imap-mcp used it (baseline) against `html_to_text`.
 
+Since issue #29 `html_to_text` is the Lexbor conversion (`selectolax`) and html2text is no dependency
+any more: install it for this comparison (`.venv/bin/pip install html2text`).
+
 Each shape is converted at two sizes, so the growth shows: doubling the input doubles a linear
 cost and quadruples a quadratic one. Time is wall-clock (one run each, the baseline first),
 memory the peak of Python allocations (tracemalloc, in a second run), output the converted characters.

@@ -71,6 +71,12 @@ class PolicyServer(MCPServer):
         return reasons
 
 
+def own_domains(settings: Settings) -> tuple[str, ...]:
+    """The domains of the account's own addresses (the login when it is one, the From of sent mail)."""
+    addresses = [settings.imap.username, settings.smtp.sender if settings.smtp else ""]
+    return tuple(dict.fromkeys(a.rpartition("@")[2].strip(" >").lower() for a in addresses if "@" in a))
+
+
 def server_version() -> str:
     return version("imap-mcp")
 
@@ -104,7 +110,7 @@ def build_server(
     guard.install(mcp)
     mcp.middleware.append(StrictParams(mcp))
     mailboxes.register(mcp, pool, guard)
-    reading.register(mcp, pool, settings.download_dir)
+    reading.register(mcp, pool, settings.download_dir, settings.trusted_authserv_ids, own_domains(settings))
     changes.register(mcp, pool, guard, settings.webhooks.store_url)
     outgoing.register(mcp, pool, guard, settings.smtp, settings.webhooks.store_url, settings.outgoing_files)
     accounts.register(mcp, account, pool, guard)

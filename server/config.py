@@ -12,6 +12,7 @@ from __future__ import annotations
 import difflib
 import ipaddress
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -78,6 +79,7 @@ KNOWN_SETTINGS = frozenset(
         "IMAP_PORT",
         "IMAP_TIMEOUT",
         "IMAP_TLS",
+        "IMAP_TRUSTED_AUTHSERV_ID",
         "IMAP_USERNAME",
         "SMTP_AUTH",
         "SMTP_CA_FILE",
@@ -236,6 +238,8 @@ class Settings:
     spec_fixtures: bool = False
     #: IMAP_MCP_WEBHOOKS, IMAP_MCP_STORE*, IMAP_MCP_WEBHOOK_*: the new-mail webhook and its store
     webhooks: WebhookSettings = field(default_factory=lambda: _webhook_defaults())
+    #: IMAP_TRUSTED_AUTHSERV_ID: the receiving servers whose Authentication-Results headers are believed
+    trusted_authserv_ids: tuple[str, ...] = ()
 
 
 def _webhook_defaults() -> WebhookSettings:
@@ -330,6 +334,23 @@ def key_list(env: Mapping[str, str], name: str = "IMAP_MCP_SEAL_KEYS") -> tuple[
                 f"{name} key {position} repeats an earlier key: list each key once (first seals, every one opens)."
             )
     return tuple(Secret(k) for k in keys)
+
+
+_AUTHSERV_ID = re.compile(r"[^\s;()\"\\,]{1,253}")
+
+
+def _trusted_authserv_ids(env: Mapping[str, str]) -> tuple[str, ...]:
+    """IMAP_TRUSTED_AUTHSERV_ID: comma-separated authserv-ids, each as the receiving server writes it."""
+    raw = env.get("IMAP_TRUSTED_AUTHSERV_ID", "")
+    ids = tuple(part.strip().lower() for part in raw.split(",") if part.strip())
+    for authserv_id in ids:
+        if not _AUTHSERV_ID.fullmatch(authserv_id):
+            raise ConfigError(
+                f"IMAP_TRUSTED_AUTHSERV_ID={raw!r} is not valid: use comma-separated authserv-ids, each the name "
+                "your receiving mail server writes first in its Authentication-Results headers (e.g. mx.example.com), "
+                "without spaces, quotes or semicolons."
+            )
+    return ids
 
 
 def _download_dir(env: Mapping[str, str]) -> Path | None:
@@ -508,6 +529,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     download_dir = problems.read(None, _download_dir, env)
     outgoing_files = problems.read(None, _outgoing_files, env)
     spec_fixtures = problems.read(False, flag, env, "IMAP_MCP_SPEC_FIXTURES", False)
+    trusted_authserv_ids = problems.read((), _trusted_authserv_ids, env)
     webhooks = problems.read(None, load_webhook_settings, env)
     problems.raise_any()
     assert imap is not None and webhooks is not None and outgoing_files is not None  # no problem, so read
@@ -520,4 +542,5 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         outgoing_files=outgoing_files,
         spec_fixtures=spec_fixtures,
         webhooks=webhooks,
+        trusted_authserv_ids=trusted_authserv_ids,
     )

@@ -30,6 +30,7 @@ from ..imap.lookup import MessageSelection, check_selection
 from ..imap.message_ids import MessageRef
 from ..imap.pool import Examined
 from ..imap.session import Session
+from .fence import Fenced, SenderLine
 from .parts import Part, attachments, decoded_stream
 from .reader import MessageGone, structure_of
 
@@ -53,7 +54,7 @@ class UnknownPart(MailboxError, ValueError):
 
 class AttachmentFile(BaseModel):
     part_id: str
-    filename: str | None = Field(description="The name the sender gave it, decoded.")
+    filename: SenderLine | None = Field(description="The name the sender gave it, decoded.")
     content_type: str = Field(alias="type")
     size: int = Field(description="Bytes (decoded).")
     path: str | None = Field(default=None, description="Where it was written (only with IMAP_DOWNLOAD_DIR).")
@@ -63,12 +64,12 @@ class AttachmentFile(BaseModel):
 
 class Skipped(BaseModel):
     part_id: str
-    filename: str | None
+    filename: SenderLine | None
     size: int
     reason: str
 
 
-class AttachmentsResult(BaseModel):
+class AttachmentsResult(Fenced):
     id: str
     delivered: list[AttachmentFile] = Field(description="Attachments returned inline, or written to disk.")
     skipped: list[Skipped] = Field(description="Attachments not returned, with the reason and what to do.")

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from imapclient.exceptions import IMAPClientError
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from ..errors import MailboxError
 from ..imap.answers import server_text
@@ -43,6 +43,7 @@ from ..imap.mailbox_state import mailbox_state
 from ..imap.pool import Examined, NoSuchMailbox
 from ..imap.session import Session
 from ..imap.uid_sets import compress
+from .fence import Fenced
 from .search import SearchQuery, matching, newest_first, summarised_page
 from .summaries import MessageSummary
 
@@ -56,7 +57,7 @@ class KeywordsNotKept(MailboxError):
     """The mailbox cannot keep this server's keyword, so no last look can be recorded in it."""
 
 
-class NewMessages(BaseModel):
+class NewMessages(Fenced):
     mailbox: str
     first_look: bool = Field(
         description="True when no message here carried the mark of an earlier look (the first call on this "

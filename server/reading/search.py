@@ -23,7 +23,7 @@ from typing import cast
 
 from imapclient.imapclient import _literal
 from imapclient.response_parser import parse_message_list
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from ..imap.existence import existing_uids
 from ..imap.fetch import FetchData, esearch_all, fetch, raw_untagged
@@ -31,6 +31,7 @@ from ..imap.mailbox_state import vanished_and_changed
 from ..imap.pool import Examined
 from ..imap.session import Session
 from ..imap.uid_sets import expand, size
+from .fence import Fenced
 from .search_cache import OrderCache
 from .summaries import MessageSummary, SummaryCache, describe, seconds
 
@@ -102,7 +103,7 @@ class SearchQuery:
         return "UTF-8" if any(t and not t.isascii() for t in texts) else None
 
 
-class SearchPage(BaseModel):
+class SearchPage(Fenced):
     mailbox: str
     total: int = Field(description="Exact number of messages matching the search.")
     offset: int

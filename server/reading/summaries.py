@@ -1,10 +1,12 @@
 """Message summaries as search pages list them, and a bounded cache of the part that never changes.
 
 A summary holds what is fixed once a message exists under its UID in a UIDVALIDITY (id, date
-received, size, sender, recipients, subject, whether it has attachments) and its flags, which
-change. `SummaryCache` keeps the fixed part of the messages shown lately, so a page shown again
-(the usual case: page 1 of the INBOX, asked for again and again) costs one `UID FETCH <page>
-(FLAGS)` instead of every message's ENVELOPE and BODYSTRUCTURE and reading them. Flags are always
+received, size, sender, recipients, subject, whether it has attachments, what its headers say about
+the sender) and its flags, which change. Whether the sender is verified and the warnings that depend
+on what the account knows (`judged`) are worked out for each answer from the fixed part.
+`SummaryCache` keeps the fixed part of the messages shown lately, so a page shown again (the usual
+case: page 1 of the INBOX, asked for again and again) costs one `UID FETCH <page> (FLAGS)` instead of
+every message's ENVELOPE, BODYSTRUCTURE and Authentication-Results and reading them. Flags are always
 fetched from the server: the cache never answers for anything that can change.
 """
 
@@ -15,17 +17,41 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
 
 from ..imap.fetch import UNREADABLE, FetchData, fetch
 from ..imap.message_ids import MessageRef
 from ..imap.pool import Examined
 from ..imap.session import Session
+from .addresses import envelope_address, formatted
+from .authentication import AUTHENTICATION_FIELD, results_headers
+from .fence import SenderLine, imitates_fence
+from .invisible import without_invisible
+from .lookalikes import lookalike_reasons
 from .parts import attachments, decode_words, parse_structure
+from .warnings import (
+    Judge,
+    MailWarning,
+    SenderFacts,
+    WarningCode,
+    display_name_warning,
+    instruction_findings,
+    reply_to_warning,
+)
 
-SUMMARY_ITEMS = ("FLAGS", "INTERNALDATE", "RFC822.SIZE", "ENVELOPE", "BODYSTRUCTURE")
+#: the bytes of a summary's Authentication-Results headers read (the trusted ones are at the top)
+SUMMARY_AUTHENTICATION_BYTES = 8192
+SUMMARY_ITEMS = (
+    "FLAGS",
+    "INTERNALDATE",
+    "RFC822.SIZE",
+    "ENVELOPE",
+    "BODYSTRUCTURE",
+    f"BODY.PEEK[HEADER.FIELDS ({AUTHENTICATION_FIELD})]<0.{SUMMARY_AUTHENTICATION_BYTES}>",
+)
 #: what is fetched again for a message whose summary could not be read: short whatever the message
 BASIC_ITEMS = ("FLAGS", "INTERNALDATE", "RFC822.SIZE")
 NOT_PARSED = "its headers or MIME structure could not be parsed"
@@ -38,9 +64,9 @@ class MessageSummary(BaseModel):
     uid: int = Field(description="The IMAP UID (deprecated way to name the message, with mailbox).")
     mailbox: str
     date: str | None = Field(description="When the server received it (IMAP INTERNALDATE), ISO 8601.")
-    sender: str = Field(alias="from", description="The From header, decoded.")
-    to: list[str] = Field(description="The To addresses, decoded.")
-    subject: str = Field(description="The subject, decoded; written by the sender.")
+    sender: SenderLine = Field(alias="from", description="The From header, decoded; written by the sender.")
+    to: list[SenderLine] = Field(description="The To addresses, decoded; written by the sender.")
+    subject: SenderLine = Field(description="The subject, decoded; written by the sender.")
     flags: list[str] = Field(description="IMAP flags and keywords, e.g. \\Seen, \\Flagged, $Forwarded.")
     unread: bool
     flagged: bool
@@ -53,6 +79,22 @@ class MessageSummary(BaseModel):
             "size are still given; sender, to and subject are then empty."
         ),
     )
+    sender_verified: bool | None = Field(
+        default=None,
+        description="true: the trusted receiving server (IMAP_TRUSTED_AUTHSERV_ID) vouches for the From domain "
+        "(DMARC, or DKIM or SPF aligned with it, passed); false: it judged and nothing vouches; null: no trusted "
+        "verdict (get_message gives the details).",
+    )
+    #: plain strings, not an enum: a client checks every summary of a page against the schema, and an enum per
+    #: item costs each check more (the codes are get_message's `warnings[].code`)
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="Codes of the warnings the headers give, as get_message's warnings[].code "
+        "(display_name_has_address, reply_to_elsewhere, lookalike_domain, hidden_text, instructions_to_assistant, "
+        "fence_imitation); get_message gives each with its reason.",
+    )
+    _facts: SenderFacts = PrivateAttr(default_factory=SenderFacts)
+    _codes: tuple[WarningCode, ...] = PrivateAttr(default=())
 
     model_config = {"populate_by_name": True}
 
@@ -70,6 +112,9 @@ class Fixed:
     has_attachments: bool = False
     #: why the message could not be summarised (sender, to and subject are then empty)
     unreadable: str | None = None
+    facts: SenderFacts = field(default_factory=SenderFacts)
+    #: the warnings the headers give whatever the account knows
+    codes: tuple[WarningCode, ...] = ()
 
     @property
     def seconds(self) -> float:
@@ -82,16 +127,29 @@ def seconds(received: object) -> float:
 
 
 def addresses(found: Sequence[Any] | None) -> list[str]:
-    """ENVELOPE addresses as `Name <mailbox@host>`, decoded; group markers left out."""
-    return [_address(a) for a in found or () if a.mailbox or a.host]
+    """ENVELOPE addresses as RFC 5322 writes them (`Name <mailbox@host>`, the name quoted where it must be),
+    decoded; group markers left out."""
+    return [formatted(*envelope_address(a)) for a in found or () if a.mailbox or a.host]
 
 
-def _address(address: Any) -> str:
-    name = decode_words(address.name) if address.name else ""
-    mailbox = (address.mailbox or b"").decode("utf-8", "replace")
-    host = (address.host or b"").decode("utf-8", "replace")
-    email = f"{mailbox}@{host}" if host else mailbox
-    return f"{name} <{email}>" if name else email
+def _facts(envelope: Any, data: FetchData) -> SenderFacts:
+    """What the ENVELOPE and the Authentication-Results headers say about the sender."""
+    senders = [envelope_address(a) for a in envelope.from_ or () if a.mailbox or a.host] if envelope else []
+    name, address = senders[0] if senders else ("", "")
+    reply_to = [envelope_address(a)[1] for a in (envelope.reply_to or ()) if a.host] if envelope else []
+    verdicts = next((v for k, v in data.items() if AUTHENTICATION_FIELD.encode() in k.upper()), None)
+    return SenderFacts(name, address, tuple(reply_to), tuple(results_headers(verdicts or b"")))
+
+
+def _codes(facts: SenderFacts, sender: str, subject: str) -> tuple[WarningCode, ...]:
+    """The codes of the warnings the headers give whatever the account knows."""
+    found: list[MailWarning | None] = [display_name_warning(facts), reply_to_warning(facts)]
+    codes = [w.code for w in found if w is not None]
+    if without_invisible(sender)[1] or without_invisible(subject)[1]:
+        codes.append("hidden_text")
+    if imitates_fence(sender) or imitates_fence(subject):
+        codes.append("fence_imitation")
+    return tuple(dict.fromkeys(codes))
 
 
 def fixed_part(examined: Examined, uid: int, data: FetchData) -> Fixed:
@@ -110,14 +168,19 @@ def fixed_part(examined: Examined, uid: int, data: FetchData) -> Fixed:
     envelope = data.get(b"ENVELOPE")
     structure = data.get(b"BODYSTRUCTURE")
     try:  # hostile mail may break any parser in a way nobody listed: it must not hide the page
+        sender = ", ".join(addresses(envelope.from_)) if envelope else ""
+        subject = decode_words(envelope.subject) if envelope else ""
+        facts = _facts(envelope, data)
         return Fixed(
             id=basics.id,
             received=basics.received,
             size=basics.size,
-            sender=", ".join(addresses(envelope.from_)) if envelope else "",
+            sender=sender,
             to=tuple(addresses(envelope.to)) if envelope else (),
-            subject=decode_words(envelope.subject) if envelope else "",
+            subject=subject,
             has_attachments=bool(structure and attachments(parse_structure(structure))),
+            facts=facts,
+            codes=_codes(facts, sender, subject),
         )
     except Exception:
         return _unreadable(basics, NOT_PARSED)
@@ -130,7 +193,7 @@ def _unreadable(basics: Fixed, reason: str) -> Fixed:
 def summary(examined: Examined, uid: int, fixed: Fixed, raw_flags: Iterable[Any]) -> MessageSummary:
     flags = [f.decode("utf-8", "replace") if isinstance(f, bytes) else str(f) for f in raw_flags]
     lowered = {f.lower() for f in flags}
-    return MessageSummary(
+    made = MessageSummary(
         id=fixed.id,
         uid=uid,
         mailbox=examined.mailbox,
@@ -144,7 +207,31 @@ def summary(examined: Examined, uid: int, fixed: Fixed, raw_flags: Iterable[Any]
         size=fixed.size,
         has_attachments=fixed.has_attachments,
         unreadable=fixed.unreadable,
+        warnings=list(fixed.codes),
     )
+    made._facts, made._codes = fixed.facts, fixed.codes
+    return made
+
+
+def judged(summaries: Sequence[MessageSummary], judge: Judge) -> None:
+    """Set each summary's `sender_verified` and the warning codes that depend on what the account knows."""
+    for found in summaries:
+        if found.unreadable is not None:
+            continue
+        found.sender_verified = found._facts.verified(judge)
+        judging: list[WarningCode] = []
+        domain = found._facts.domain
+        if domain and lookalike_reasons(domain, judge.known):
+            judging.append("lookalike_domain")
+        if _addresses_an_assistant(found.subject, found.sender, judge.tool_names):
+            judging.append("instructions_to_assistant")
+        found.warnings = list(dict.fromkeys([*found._codes, *judging]))
+
+
+@lru_cache(maxsize=MAX_CACHED_SUMMARIES)
+def _addresses_an_assistant(subject: str, sender: str, tool_names: frozenset[str]) -> bool:
+    """Whether a summary's subject or From holds text addressed to an AI assistant (remembered: pages repeat)."""
+    return bool(instruction_findings(subject, tool_names) or instruction_findings(sender, tool_names))
 
 
 class SummaryCache:

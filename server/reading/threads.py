@@ -47,6 +47,7 @@ from ..imap.pool import Examined, NoSuchMailbox, examine
 from ..imap.session import Session
 from ..imap.uid_sets import expand
 from ..logs import get_logger
+from .fence import Fenced
 from .reader import MessageGone, SenderText
 from .summaries import MessageSummary, SummaryCache, describe
 from .thread_links import LINK_ITEM, Links, conversation, ids_of, links_of
@@ -90,7 +91,7 @@ class ThreadMessage(MessageSummary):
     body: ThreadBody | None = Field(default=None, description="Its text, with include_bodies.")
 
 
-class Thread(BaseModel):
+class Thread(Fenced):
     id: str = Field(description="The message asked about.")
     total: int = Field(description="Messages found in the conversation (a message in two mailboxes counts once).")
     omitted: int = Field(description="How many of the oldest were left out to stay within max_messages.")
@@ -390,6 +391,7 @@ def thread_of(gathered: Gathered, max_messages: int) -> Thread:
         first = gathered.summaries[refs[0]]
         locations = [Location(id=ref.id, mailbox=ref.mailbox) for ref in refs]
         entry = ThreadMessage.model_validate({**first.model_dump(), "locations": locations})
+        entry._facts, entry._codes = first._facts, first._codes  # what `judged` judges by
         received = min(_seconds(gathered.summaries[ref]) for ref in refs)
         entries.append((received, rank.get(first.mailbox, len(rank)), first.uid, entry))
     ordered = [entry for *_, entry in sorted(entries, key=lambda item: item[:3])]

@@ -20,6 +20,7 @@ from mcp import Client
 from imap_mcp.server.imap.message_ids import decode_id
 from imap_mcp.server.imap.pool import ImapPool
 from imap_mcp.server.reading import reader
+from imap_mcp.server.reading.html_text import Converted
 
 pytestmark = pytest.mark.anyio
 
@@ -247,16 +248,16 @@ async def test_html_is_converted_after_the_connection_went_back_to_the_pool(
     """Four slow HTML mails occupied every pooled connection while they were converted."""
     pool = ImapPool(account.imap_settings(), max_size=1)
     slot_free_while_converting: list[bool] = []
-    convert = reader.html_to_text
+    convert = reader.convert_html
 
-    def watched(html: str) -> str:
+    def watched(html: str) -> Converted:
         free = pool._slots.acquire(blocking=False)  # the pool's only connection slot
         if free:
             pool._slots.release()
         slot_free_while_converting.append(free)
         return convert(html)
 
-    monkeypatch.setattr(reader, "html_to_text", watched)
+    monkeypatch.setattr(reader, "convert_html", watched)
     raw = head("html", "text/html; charset=utf-8") + b"<p>Hello <b>there</b></p>\r\n"
     (html_id,) = appended_ids(account, raw)
     async with served(account, pool=pool) as client:

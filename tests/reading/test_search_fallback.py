@@ -108,6 +108,8 @@ async def test_a_long_run_of_equal_dates_pages_without_gaps(dovecot: Dovecot, li
             pages = [await search(client, offset=offset, limit=7) for offset in range(0, 31, 7)]
             again = [await search(client, offset=offset, limit=7) for offset in range(0, 31, 7)]
         assert [m["subject"] for p in pages for m in p["messages"]] == expected
+        for page in (*pages, *again):
+            del page["fence"]  # new for every result
         assert again == pages  # the second time the dates come from the summary cache
 
 
