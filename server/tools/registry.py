@@ -271,6 +271,25 @@ _WEBHOOKS_ON = Need(
 )
 _SENT_USES = ("save_to_sent: true", "save_to_sent: false")
 
+
+def _sending(name: str, title: str, requires: tuple[Need, ...]) -> ToolSpec:
+    """A tool that sends mail: asked every time, offered with SMTP_HOST, its uses and needs those of a send."""
+    return ToolSpec(
+        name,
+        "outgoing",
+        title,
+        False,
+        True,
+        False,
+        "always",
+        asking=_ALWAYS,
+        refused_prefix=NOTHING_SENT,
+        needs="SMTP_HOST",
+        uses=_SENT_USES,
+        requires=requires,
+    )
+
+
 TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         "list_mailboxes",
@@ -418,47 +437,12 @@ TOOLS: tuple[ToolSpec, ...] = (
         refused_prefix="Nothing was saved: ",
         requires=(Need(RoleMailbox("drafts"), "refused", "create a Drafts mailbox"),),
     ),
-    ToolSpec(
-        "send_message",
-        "outgoing",
-        "Send an email",
-        False,
-        True,
-        False,
-        "always",
-        asking=_ALWAYS,
-        refused_prefix=NOTHING_SENT,
-        needs="SMTP_HOST",
-        uses=_SENT_USES,
-        requires=_saving_to_sent(),
-    ),
-    ToolSpec(
-        "reply_to_message",
-        "outgoing",
-        "Reply to a message",
-        False,
-        True,
-        False,
-        "always",
-        asking=_ALWAYS,
-        refused_prefix=NOTHING_SENT,
-        needs="SMTP_HOST",
-        uses=_SENT_USES,
-        requires=_saving_to_sent(),
-    ),
-    ToolSpec(
+    _sending("send_message", "Send an email", _saving_to_sent()),
+    _sending("reply_to_message", "Reply to a message", _saving_to_sent()),
+    _sending(
         "send_draft",
-        "outgoing",
         "Send a draft",
-        False,
-        True,
-        False,
-        "always",
-        asking=_ALWAYS,
-        refused_prefix=NOTHING_SENT,
-        needs="SMTP_HOST",
-        uses=_SENT_USES,
-        requires=(
+        (
             *_saving_to_sent(),
             Need(RoleMailbox("drafts"), "refused", "there is no draft to send: create a Drafts mailbox"),
             Need(
@@ -468,19 +452,10 @@ TOOLS: tuple[ToolSpec, ...] = (
             ),
         ),
     ),
-    ToolSpec(
+    _sending(
         "forward_message",
-        "outgoing",
         "Forward a message",
-        False,
-        True,
-        False,
-        "always",
-        asking=_ALWAYS,
-        refused_prefix=NOTHING_SENT,
-        needs="SMTP_HOST",
-        uses=_SENT_USES,
-        requires=(
+        (
             *_saving_to_sent(),
             Need(
                 KeptKeyword("$Forwarded"),
