@@ -25,7 +25,7 @@ from mcp import Client
 from smtp_capture import SENDER, CaptureSMTP
 
 from imap_mcp.server.app import build_server
-from imap_mcp.server.check import write_test
+from imap_mcp.server.check.write_test import STEPS as WRITE_STEPS
 from imap_mcp.server.config import load_settings
 from imap_mcp.server.tools.registry import TOOLS, ServerFacts
 
@@ -252,7 +252,7 @@ def test_the_write_test_proves_the_same_verdicts_and_touches_nothing_else(accoun
     }
     assert proven.verdicts == announced.verdicts == without_smtp
     written = [line for line in proven.steps if line.name not in announced.step_names]
-    assert [line.name for line in written] == list(write_test.STEPS)
+    assert [line.name for line in written] == list(WRITE_STEPS)
     not_sent = NOT_SENT.get(account.server_name, set())
     assert {line.name for line in written if line.outcome == "skip"} == not_sent, proven.text
     assert all(line.outcome == "ok" for line in written if line.name not in not_sent), proven.text
