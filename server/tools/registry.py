@@ -5,7 +5,7 @@
 annotations, whether it asks a person, and what it needs of the mail server (`requires`: a
 capability, a mailbox role, keywords kept, a setting; what happens without each). The policy
 (`IMAP_MCP_TOOLS`, read-only), `get_server_info`, `imap-mcp check` (one line per tool: works,
-degrades, refused) and the README's "what needs what" table read it; a tool module registers its
+degrades, refused), the docs' tools pages and the README's tool table read it; a tool module registers its
 function with `offer`, which takes everything but the description and the function from here.
 
 `offer` also wraps the function: an `ImapMcpError` becomes a tool error with its message (after

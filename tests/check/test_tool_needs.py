@@ -1,5 +1,5 @@
 """What each tool needs lives in one place, the registry (`ToolSpec.requires`): the check's tool lines,
-get_server_info's `imap.tools` and the README's "what needs what" table all come from it."""
+get_server_info's `imap.tools` and the "what needs what" table of docs/using-tools.md all come from it."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from imap_mcp.server.tools.registry import (
     ToolSpec,
 )
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+USING_TOOLS = Path(__file__).resolve().parents[2] / "docs" / "using-tools.md"
 EVERYTHING = ServerFacts(
     frozenset(name for capability in CAPABILITIES for name in capability.names),
     frozenset(ROLES),
@@ -51,15 +51,17 @@ def _rows(spec: ToolSpec) -> list[str]:
 
 
 def needs_table() -> str:
-    """The README's table, from the registry."""
+    """The "what needs what" table, from the registry."""
     lines = ["| tool | use | needs | without it |", "|---|---|---|---|"]
     return "\n".join(lines + [row for spec in TOOLS for row in _rows(spec)]) + "\n"
 
 
-def test_the_readme_table_is_the_registry() -> None:
-    """Every tool of the registry, each of its needs, in the README as the registry says them (a tool missing from
-    the table, or a need changed in one place only, fails here; the message is the table to paste)."""
-    assert needs_table() in README.read_text(), "README's 'What needs what' table should read:\n" + needs_table()
+def test_the_needs_table_is_the_registry() -> None:
+    """Every tool of the registry, each of its needs, in docs/using-tools.md as the registry says them (a tool
+    missing from the table, or a need changed in one place only, fails here; the message is the table to paste)."""
+    assert needs_table() in USING_TOOLS.read_text(), (
+        "docs/using-tools.md's 'What needs what' table should read:\n" + needs_table()
+    )
 
 
 def test_every_need_names_a_use_of_its_tool_and_every_use_is_judged() -> None:
