@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 #: outside the checkout: Cyrus, started as root, serves as `nobody`, who may not enter the checkout
 UNPACKED = Path(os.environ.get("IMAP_MCP_SERVERS_ROOT", "/var/cache/imap-mcp/imap-servers/root"))
@@ -92,6 +93,27 @@ class MatrixServer:
 
     #: how long a stopping server may take after SIGTERM before it is killed
     stop_grace: float = field(init=False, default=5)
+
+    #: the file in `dir` that takes the server's output
+    log_name: ClassVar[str]
+
+    @property
+    def _log(self) -> Path:
+        return self.dir / self.log_name
+
+    def launch(
+        self, argv: list[str], login: tuple[str, str], timeout: float, env: dict[str, str] | None = None
+    ) -> None:
+        """Start the server in a process group of its own, its output in its log; ready once `login` logs in."""
+        with open(self._log, "ab") as log:  # the child keeps its own copy of the descriptor
+            self.process = subprocess.Popen(
+                argv, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
+        try:
+            wait_for_login(self.port, *login, self.process, lambda: read_tail(self._log), timeout)
+        except BaseException:
+            self.stop()
+            raise
 
     def stop(self) -> None:
         if self.process is not None:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from imap_mcp.server.demo.dovecot import free_port, write_self_signed_cert
-from servers import UNPACKED, MatrixServer, read_tail, unpacked, wait_for_login
+from servers import UNPACKED, MatrixServer, unpacked
 
 ADMIN = ("courier-probe", "courier-probe-pw")
 FOLDERS = ("Drafts", "Sent", "Trash", "Junk", "Archive")
@@ -69,9 +69,7 @@ class Courier(MatrixServer):
     users: dict[str, str] = field(init=False, default_factory=dict)
     passwords: dict[str, str] = field(init=False, default_factory=dict)
 
-    @property
-    def _log(self) -> Path:
-        return self.dir / "courier.log"
+    log_name = "courier.log"
 
     def start(self, timeout: float = 30.0) -> None:
         unpacked("usr/bin/imapd")
@@ -93,7 +91,7 @@ class Courier(MatrixServer):
         unshare = ["unshare", "--mount", "--propagation", "private", "--pid", "--fork", "--kill-child"]
         if os.geteuid() != 0:
             unshare[1:1] = ["--user", "--map-root-user"]
-        self.process = subprocess.Popen(
+        self.launch(
             [*unshare, "bash", str(self.dir / "start.sh")],
             env={
                 "PATH": "/usr/sbin:/usr/bin:/sbin:/bin",
@@ -101,16 +99,9 @@ class Courier(MatrixServer):
                 "TLS_CERTFILE": str(pem),
                 "GAM_CLIENT_ID": f"imap-mcp-{self.port}",  # this instance's own file monitor
             },
-            stdin=subprocess.DEVNULL,
-            stdout=open(self._log, "ab"),  # noqa: SIM115 - owned by the child
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
+            login=ADMIN,
+            timeout=timeout,
         )
-        try:
-            wait_for_login(self.port, *ADMIN, self.process, lambda: read_tail(self._log), timeout)
-        except BaseException:
-            self.stop()
-            raise
 
     def _start_script(self, pem: Path) -> str:
         root, etc = shlex.quote(str(UNPACKED)), shlex.quote(str(self.dir / "etc"))

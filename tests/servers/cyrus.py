@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from imap_mcp.server.demo.dovecot import free_port, write_self_signed_cert
-from servers import MatrixServer, read_tail, unpacked, wait_for_login
+from servers import MatrixServer, unpacked
 
 ADMIN = ("cyrus-admin", "cyrus-admin-pw")
 AUTOCREATED = ("Drafts", "Sent", "Trash", "Junk", "Archive")
@@ -36,9 +36,7 @@ class Cyrus(MatrixServer):
     def _sasldb(self) -> Path:
         return self.dir / "sasldb2"
 
-    @property
-    def _log(self) -> Path:
-        return self.dir / "master.log"
+    log_name = "master.log"
 
     def start(self, timeout: float = 30.0) -> None:
         master = unpacked("usr/lib/cyrus/bin/master")
@@ -55,7 +53,7 @@ class Cyrus(MatrixServer):
             for root, dirs, files in os.walk(self.dir):
                 for name in [root, *(os.path.join(root, x) for x in dirs + files)]:
                     shutil.chown(name, user="nobody")
-        self.process = subprocess.Popen(
+        self.launch(
             [
                 str(master),
                 "-C",
@@ -66,16 +64,9 @@ class Cyrus(MatrixServer):
                 str(self.dir / "run" / "master.pid"),
             ],
             env=self._env(),
-            stdin=subprocess.DEVNULL,
-            stdout=open(self._log, "ab"),  # noqa: SIM115 - owned by the child
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
+            login=ADMIN,
+            timeout=timeout,
         )
-        try:
-            wait_for_login(self.port, *ADMIN, self.process, lambda: read_tail(self._log), timeout)
-        except BaseException:
-            self.stop()
-            raise
 
     def _env(self) -> dict[str, str]:
         return dict(os.environ, LD_LIBRARY_PATH=str(unpacked("usr/lib/x86_64-linux-gnu")))

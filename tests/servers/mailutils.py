@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from imap_mcp.server.demo.dovecot import free_port, write_self_signed_cert
-from servers import MatrixServer, ServerMissing, read_tail, wait_for_login
+from servers import MatrixServer, ServerMissing
 
 DOMAIN = "mailutils.test"
 ADMIN = ("mailutils-probe@" + DOMAIN, "mailutils-probe-pw")
@@ -60,9 +60,7 @@ class Mailutils(MatrixServer):
     #: password -> its hash (hashing costs an openssl run; every test account has the same password)
     hashes: dict[str, str] = field(init=False, default_factory=dict)
 
-    @property
-    def _log(self) -> Path:
-        return self.dir / "imap4d.log"
+    log_name = "imap4d.log"
 
     def start(self, timeout: float = 30.0) -> None:
         binary = imap4d()
@@ -74,18 +72,11 @@ class Mailutils(MatrixServer):
         write_self_signed_cert(self.cert_file, self.dir / "tls" / "key.pem")
         (self.dir / "imap4d.conf").write_text(self._config())
         self.add_user(*ADMIN)
-        self.process = subprocess.Popen(
+        self.launch(
             [binary, f"--config-file={self.dir / 'imap4d.conf'}"],
-            stdin=subprocess.DEVNULL,
-            stdout=open(self._log, "ab"),  # noqa: SIM115 - owned by the child
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
+            login=ADMIN,
+            timeout=timeout,
         )
-        try:
-            wait_for_login(self.port, *ADMIN, self.process, lambda: read_tail(self._log), timeout)
-        except BaseException:
-            self.stop()
-            raise
 
     def _config(self) -> str:
         d = self.dir
