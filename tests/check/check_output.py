@@ -12,6 +12,17 @@ COLUMN = 38
 STEP_COLUMN = 18
 #: a secret no line may ever show (tests set it as a password)
 SECRET = "hunter2-secret-pw"
+#: the tool uses that need SMTP_HOST: not offered without it
+SENDING = [
+    "send_message (save_to_sent: true)",
+    "send_message (save_to_sent: false)",
+    "reply_to_message (save_to_sent: true)",
+    "reply_to_message (save_to_sent: false)",
+    "send_draft (save_to_sent: true)",
+    "send_draft (save_to_sent: false)",
+    "forward_message (save_to_sent: true)",
+    "forward_message (save_to_sent: false)",
+]
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ import ssl
 from pathlib import Path
 
 import pytest
-from check_output import SECRET, Output, run_check
+from check_output import SECRET, SENDING, Output, run_check
 from harness import Account, error_text, new_account, run_cli, start_dovecot
 from keyword_dropping import KeywordDroppingServer
 from mcp import Client
@@ -27,17 +27,6 @@ IMAP_STEPS = {
     "starttls": ["IMAP DNS", "IMAP TCP", "IMAP greeting", "IMAP TLS", "IMAP login"],
 }
 AFTER_LOGIN = ["IMAP capabilities", "IMAP mailboxes", "IMAP keywords"]
-#: the tool uses that need SMTP_HOST: not offered without it
-SENDING = [
-    "send_message (save_to_sent: true)",
-    "send_message (save_to_sent: false)",
-    "reply_to_message (save_to_sent: true)",
-    "reply_to_message (save_to_sent: false)",
-    "send_draft (save_to_sent: true)",
-    "send_draft (save_to_sent: false)",
-    "forward_message (save_to_sent: true)",
-    "forward_message (save_to_sent: false)",
-]
 
 
 def not_pem(account: Account, tmp_path: Path) -> str:
