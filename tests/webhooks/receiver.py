@@ -43,6 +43,8 @@ class Receiver:
 
     def __init__(self, secret: str, port: int = 0) -> None:
         self.secret = secret
+        #: the secret of each path, for several webhooks (one per account) posting to one receiver
+        self.secrets: dict[str, str] = {}
         self.accepted: list[Delivery] = []
         self.refused = 0
         self.holding = threading.Event()
@@ -99,7 +101,7 @@ class Receiver:
                     receiver.held.set()
                     receiver.release.wait()
                     return  # the sender is gone by now: no answer
-                if not verify(receiver.secret, headers, body):
+                if not verify(receiver.secrets.get(self.path, receiver.secret), headers, body):
                     with receiver.lock:
                         receiver.refused += 1
                     self.send_response(401)
