@@ -8,7 +8,7 @@ import hmac
 import json
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -36,6 +36,7 @@ class Delivery:
     event: dict[str, Any]
     headers: dict[str, str]
     path: str
+    received_at: float = field(default_factory=time.time)
 
 
 class Receiver:
