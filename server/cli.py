@@ -231,16 +231,49 @@ def add_webhook_commands(command: Callable[..., argparse.ArgumentParser]) -> Non
     )
     watch = command(
         "watch",
-        "watch INBOX and deliver new-mail events (one active per account)",
-        "Watch the account's INBOX and deliver each new message as a signed event to the webhook saved with "
-        "`imap-mcp webhook set`, until SIGTERM or Ctrl-C. Any number may run: one holds the account's lease and "
-        "works, the others stand by.",
+        "watch INBOX and deliver new-mail events (any number share the accounts)",
+        "Watch the INBOX of every account with a webhook (of IMAP_MCP_ACCOUNTS_FILE, or the environment's one) and "
+        "deliver each new message as a signed event to the webhook saved with `imap-mcp webhook set`, until SIGTERM "
+        "or Ctrl-C. Any number may run on the same store: they share the accounts, each about its share, by a lease "
+        "per account; when one joins or leaves they rebalance, and a dead one's accounts are taken over once its "
+        "leases run out. The accounts file is re-read on SIGHUP and whenever it changes.",
         ACCOUNT_SETTINGS,
         STORE_SETTINGS,
         OUTBOX_SETTINGS,
         CONFIG_ERRORS,
     )
-    watch.add_argument("--account", metavar="NAME", help="the account of IMAP_MCP_ACCOUNTS_FILE (one per watcher)")
+    watch.add_argument(
+        "--account",
+        metavar="NAME",
+        help="watch only this account of IMAP_MCP_ACCOUNTS_FILE (taken whenever it is free, never shared out)",
+    )
+    watch.add_argument(
+        "--max-accounts", type=positive_int, metavar="N", help="hold at most N accounts (default: no bound)"
+    )
+    watch.add_argument(
+        "--lease-seconds",
+        type=positive_float,
+        default=15.0,
+        metavar="S",
+        help="how long a lease lasts unrenewed: a dead watcher's accounts are taken over after this; renewed every "
+        "S/3 seconds (the same on every watcher of a store)",
+    )
+
+
+def positive_int(text: str) -> int:
+    if not text.isascii() or not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1")
+    return int(text)
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 1.0 <= value <= 3600.0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds from 1 to 3600")
+    return value
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -270,20 +303,21 @@ def main(argv: Sequence[str] | None = None) -> None:
     from .startup import load_or_exit
 
     accounts = load_or_exit(load_accounts, os.environ)
-    chosen = load_or_exit(lambda _env: stdio_account(accounts, getattr(args, "account", None)), os.environ)
     if args.command in ("check", "webhook", "watch"):  # serving prints them with its start lines (`announce`)
         for warning in accounts.warnings:
             print(f"imap-mcp: {warning}", file=sys.stderr)
+    if args.command == "watch":
+        from .webhooks.command import run_watch
+
+        run_watch(accounts, os.environ, args.account, args.max_accounts, args.lease_seconds)
+        return
+    chosen = load_or_exit(lambda _env: stdio_account(accounts, getattr(args, "account", None)), os.environ)
     if args.command == "check":
         run_check_command(chosen.settings, args.write_test)
     elif args.command == "webhook":
         from .webhooks.command import run_webhook
 
         run_webhook(chosen.settings, args)
-    elif args.command == "watch":
-        from .webhooks.command import run_watch
-
-        run_watch(chosen.settings)
     else:
         from .accounts.serving import account_server
         from .startup import announce

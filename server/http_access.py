@@ -25,7 +25,7 @@ import hmac
 import json
 import time
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -112,6 +112,26 @@ def require_authentication_off_loopback(host: str, settings: HttpSettings) -> No
 def principal_for_token(token: str) -> str:
     """The identity a token stands for: a digest, so logs and seals never carry the token."""
     return "token:" + hashlib.sha256(token.encode()).hexdigest()[:16]
+
+
+class Tokens:
+    """The bearer tokens accepted now, found by their digest (one look-up however many there are) and then
+    compared in constant time; replaced whole when the accounts file is reloaded (`replace`)."""
+
+    def __init__(self, tokens: Iterable[Secret] = ()) -> None:
+        self._by_digest: dict[bytes, bytes] = {}
+        self.replace(tokens)
+
+    def replace(self, tokens: Iterable[Secret]) -> None:
+        self._by_digest = {hashlib.sha256(t.reveal().encode()).digest(): t.reveal().encode() for t in tokens}
+
+    def principal(self, presented: str) -> str | None:
+        """The principal of `presented` when it is one of the tokens, else None."""
+        raw = presented.encode()
+        token = self._by_digest.get(hashlib.sha256(raw).digest())
+        if token is None or not hmac.compare_digest(raw, token):
+            return None
+        return principal_for_token(token.decode())
 
 
 def principal_of_scope(scope: Mapping[str, Any]) -> str | None:
@@ -208,9 +228,13 @@ class SessionTable:
 class AccessControl:
     """ASGI middleware enforcing `HttpSettings` in front of the MCP app."""
 
-    def __init__(self, app: ASGIApp, settings: HttpSettings) -> None:
+    def __init__(self, app: ASGIApp, settings: HttpSettings, tokens: Tokens | None = None) -> None:
+        """`tokens` (default: `settings.auth_tokens`, fixed) may be replaced while serving; given, a token is
+        always required."""
         self.app = app
         self.settings = settings
+        self._tokens = tokens if tokens is not None else Tokens(settings.auth_tokens)
+        self._token_required = tokens is not None or bool(settings.auth_tokens)
         self._any_host = "*" in settings.allowed_hosts
         self._sessions = SessionTable(settings.sessions_per_caller, settings.session_idle_seconds)
 
@@ -224,15 +248,10 @@ class AccessControl:
         return bool(netloc) and _host_name(netloc) in self.settings.allowed_hosts
 
     def _principal(self, authorization: str | None) -> str | None:
-        """The principal of a valid bearer token, else None (compared in constant time)."""
+        """The principal of a valid bearer token, else None (`Tokens.principal`)."""
         if not authorization or authorization[:7].lower() != "bearer ":
             return None
-        presented = authorization[7:].strip().encode()
-        match = None
-        for token in self.settings.auth_tokens:
-            if hmac.compare_digest(presented, token.reveal().encode()):
-                match = token.reveal()
-        return principal_for_token(match) if match else None
+        return self._tokens.principal(authorization[7:].strip())
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -249,7 +268,7 @@ class AccessControl:
             await _respond(send, 403, _error("Origin not allowed: add its host to IMAP_MCP_ALLOWED_HOSTS."))
             return
         principal = None
-        if self.settings.auth_tokens:
+        if self._token_required:
             principal = self._principal(headers.get("authorization"))
             if principal is None:
                 await respond_unauthorized(send)

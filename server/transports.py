@@ -16,7 +16,7 @@ from starlette.types import ASGIApp
 from imap_mcp.protocol.errors import ImapMcpError
 from imap_mcp.protocol.spec_errors import ModernEnvelopeRouting
 
-from .http_access import MAX_BODY_BYTES, AccessControl, HttpSettings
+from .http_access import MAX_BODY_BYTES, AccessControl, HttpSettings, Tokens
 
 MCP_PATH = "/mcp"
 
@@ -38,9 +38,9 @@ def sdk_http_app(mcp: MCPServer, settings: HttpSettings) -> Starlette:
     )
 
 
-def guarded_app(app: ASGIApp, settings: HttpSettings) -> ASGIApp:
-    """`app` behind `AccessControl` and `ModernEnvelopeRouting`."""
-    return AccessControl(ModernEnvelopeRouting(app), settings)
+def guarded_app(app: ASGIApp, settings: HttpSettings, tokens: Tokens | None = None) -> ASGIApp:
+    """`app` behind `AccessControl` (with `tokens`, which may change while serving) and `ModernEnvelopeRouting`."""
+    return AccessControl(ModernEnvelopeRouting(app), settings, tokens)
 
 
 def http_app(mcp: MCPServer, settings: HttpSettings | None = None) -> ASGIApp:

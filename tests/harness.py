@@ -254,8 +254,9 @@ def http_server(
     command: tuple[str, ...] = (sys.executable, "-m", "imap_mcp.server"),
     cwd: Path | None = None,
     stderr: ServerLog | None = None,
+    started: list[subprocess.Popen[bytes]] | None = None,
 ) -> Iterator[str]:
-    """Run `imap-mcp serve` (`command serve`) on a free port; yields its MCP URL.
+    """Run `imap-mcp serve` (`command serve`) on a free port; yields its MCP URL (the process is added to `started`).
 
     The server's stderr goes to `log_path` (default: a temp file removed afterwards), never to
     a pipe nobody reads, so a chatty server cannot block on a full pipe; or to `stderr`, which reads it.
@@ -273,6 +274,8 @@ def http_server(
             stdout=subprocess.DEVNULL,
             stderr=log if stderr is None else stderr.writer,
         )
+        if started is not None:
+            started.append(process)
         try:
             try:
                 wait_for_port(port, process)

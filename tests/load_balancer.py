@@ -17,7 +17,7 @@ from imap_mcp.server.demo.dovecot import free_port
 NGINX_CONF = """worker_processes 1;
 pid {dir}/nginx.pid;
 error_log {dir}/error.log warn;
-events {{ worker_connections 256; }}
+events {{ worker_connections 4096; }}
 http {{
   log_format upstream '$upstream_addr $status';
   access_log {dir}/access.log upstream;
@@ -39,7 +39,7 @@ http {{
       proxy_set_header Host $http_host;
       proxy_buffering off;
       proxy_read_timeout 300s;
-      proxy_next_upstream off;
+      proxy_next_upstream {next_upstream};
     }}
   }}
 }}
@@ -54,16 +54,21 @@ def nginx_binary() -> str:
 
 
 @contextlib.contextmanager
-def round_robin(backend_ports: list[int]) -> Iterator[tuple[int, Path]]:
-    """nginx balancing each request over `backend_ports` in turn; yields (port, access log)."""
+def round_robin(backend_ports: list[int], failover: bool = False) -> Iterator[tuple[int, Path]]:
+    """nginx balancing each request over `backend_ports` in turn; yields (port, access log).
+
+    With `failover` (a benchmark that kills a replica), a request that cannot reach its replica goes to the next,
+    and a replica that failed is left out for a while, as a production balancer does."""
     work = Path(tempfile.mkdtemp(prefix="lb."))
     for sub in ("body", "proxy", "fastcgi", "uwsgi", "scgi"):
         (work / "tmp" / sub).mkdir(parents=True)
     port = free_port()
     # no max_fails: a request must never be silently re-routed, so the tests see where each went
-    servers = "\n".join(f"    server 127.0.0.1:{p} max_fails=0;" for p in backend_ports)
+    fails = "max_fails=1 fail_timeout=30s" if failover else "max_fails=0"
+    servers = "\n".join(f"    server 127.0.0.1:{p} {fails};" for p in backend_ports)
     conf = work / "nginx.conf"
-    conf.write_text(NGINX_CONF.format(dir=work, servers=servers, port=port))
+    next_upstream = "error timeout" if failover else "off"
+    conf.write_text(NGINX_CONF.format(dir=work, servers=servers, port=port, next_upstream=next_upstream))
     binary = nginx_binary()
     subprocess.run([binary, "-t", "-q", "-p", str(work), "-c", str(conf), "-e", str(work / "error.log")], check=True)
     process = subprocess.Popen(

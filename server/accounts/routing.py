@@ -1,50 +1,175 @@
 """Over HTTP with an accounts file, the bearer token selects the account; no argument ever does.
 
-`AccessControl` (in front) accepts only the tokens of the accounts file and puts the token's
-principal on the request; `AccountRouter` hands the request to that account's own MCP app. A
-request without a principal (no token) gets 401 here too, so no request reaches an account
-without its token. The router runs every account app's lifespan (the SDK's request handling).
+`AccessControl` (in front) accepts only the accounts' tokens (`http_access.Tokens`) and puts the
+token's principal on the request; `AccountRouter` hands the request to that account's own MCP
+app. A request without a principal (no token) gets 401 here too, so no request reaches an
+account without its token.
+
+The accounts may change while serving (`apply`, after the accounts file was re-read: `reloading`).
+An added account is served from then on; a removed one's tokens are refused from then on (401),
+its app stops and its connections are closed (one in use as it ends). A changed account is served
+anew: a new app and pool, the old ones stopped; a change of its tokens alone keeps both.
+
+An account's app is built on its first request (building one registers every tool: a tenth of a
+second or more, and most of a megabyte, paid only for the accounts in use), and runs its lifespan
+(the SDK's request handling) until the account goes or the server stops.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
+import dataclasses
+import signal
+from collections.abc import Callable
 
+import anyio
+import anyio.abc
+import anyio.to_thread
 from starlette.applications import Starlette
 from starlette.types import Receive, Scope, Send
 
-from ..http_access import principal_of_scope, respond_unauthorized
+from ..http_access import Tokens, principal_for_token, principal_of_scope, respond_unauthorized
+from ..imap.pool import ImapPool
+from .loading import Account, Accounts
+from .reloading import RELOAD_POLL, AccountsFile
+
+#: an account's app, built for its account and pool
+Build = Callable[[Account, ImapPool], Starlette]
+
+
+class ServedAccount:
+    """One account of the router: its pool from the start, its app from its first request until `stop`."""
+
+    def __init__(self, account: Account, pool: ImapPool, build: Build) -> None:
+        self.account = account
+        self.pool = pool
+        self._build = build
+        self._app: Starlette | None = None
+        self._building = anyio.Lock()
+        self._stopped = anyio.Event()
+
+    async def app(self, group: anyio.abc.TaskGroup) -> Starlette | None:
+        """The account's app, its lifespan running (in `group`); None once stopped."""
+        async with self._building:
+            if self._app is None and not self._stopped.is_set():
+                app = await anyio.to_thread.run_sync(self._build, self.account, self.pool)
+                await group.start(self._run, app)
+                self._app = app
+        return None if self._stopped.is_set() else self._app
+
+    async def _run(self, app: Starlette, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+        async with app.router.lifespan_context(app):
+            task_status.started()
+            await self._stopped.wait()
+
+    def stop(self) -> None:
+        self._stopped.set()
+
+    def same_mailbox_and_policy(self, account: Account) -> bool:
+        """Whether `account` differs from this one at most in its tokens."""
+        return dataclasses.replace(account, auth_tokens=()) == dataclasses.replace(self.account, auth_tokens=())
 
 
 class AccountRouter:
-    """ASGI app: each request to the account app of its principal."""
+    """ASGI app: each request to the account app of its principal; the accounts are replaced by `apply`.
 
-    def __init__(self, apps_by_principal: Mapping[str, Starlette]) -> None:
-        self._apps = dict(apps_by_principal)
+    With `reloading`, the accounts file is re-read on SIGHUP and whenever it changes, while the app runs.
+    """
+
+    def __init__(
+        self,
+        accounts: Accounts,
+        tokens: Tokens,
+        serve: Callable[[Account], ServedAccount],
+        reloading: AccountsFile | None = None,
+    ) -> None:
+        self._initial = accounts
+        self._tokens = tokens
+        self._serve = serve
+        self._reloading = reloading
+        self._served: dict[str, ServedAccount] = {}
+        self._by_principal: dict[str, ServedAccount] = {}
+        self._group: anyio.abc.TaskGroup | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
             await self._lifespan(receive, send)
             return
-        app = self._apps.get(principal_of_scope(scope) or "")
+        served = self._by_principal.get(principal_of_scope(scope) or "")
+        app = await served.app(self._group) if served is not None and self._group is not None else None
         if app is None:
             if scope["type"] == "http":
                 await respond_unauthorized(send)
             return
         await app(scope, receive, send)
 
+    def apply(self, accounts: Accounts) -> None:
+        """Serve `accounts` from now on (see the module's docstring); call it on the event loop."""
+        served: dict[str, ServedAccount] = {}
+        for account in accounts.accounts:
+            old = self._served.get(account.name)
+            if old is not None and old.same_mailbox_and_policy(account):
+                old.account = account
+                served[account.name] = old
+            else:
+                served[account.name] = self._serve(account)
+        retired = [old for name, old in self._served.items() if served.get(name) is not old]
+        self._served = served
+        tokens = [(token, s) for s in served.values() for token in s.account.auth_tokens]
+        self._by_principal = {principal_for_token(token.reveal()): s for token, s in tokens}
+        self._tokens.replace(token for token, _ in tokens)
+        for old in retired:
+            self._retire(old)
+
+    def _retire(self, served: ServedAccount) -> None:
+        """Stop the account's app and close its connections (idle ones now, one in use as its operation ends)."""
+        served.stop()
+        if self._group is not None:
+            self._group.start_soon(anyio.to_thread.run_sync, served.pool.close_all)
+
     async def _lifespan(self, receive: Receive, send: Send) -> None:
-        """Start every distinct account app's lifespan on startup, stop them on shutdown."""
+        """Serve the accounts from startup to shutdown; re-read the accounts file meanwhile."""
         message = await receive()
         assert message["type"] == "lifespan.startup"
-        async with contextlib.AsyncExitStack() as stack:
-            try:
-                for app in {id(a): a for a in self._apps.values()}.values():
-                    await stack.enter_async_context(app.router.lifespan_context(app))
-            except Exception as exc:
-                await send({"type": "lifespan.startup.failed", "message": str(exc)})
-                return
+        async with anyio.create_task_group() as group:
+            self._group = group
+            self.apply(self._initial)
+            watching = anyio.CancelScope()
+            if self._reloading is not None:
+                group.start_soon(self._reload_when_asked, self._reloading, watching)
             await send({"type": "lifespan.startup.complete"})
             message = await receive()
+            watching.cancel()
+            for served in self._served.values():
+                served.stop()
+        self._group = None
         await send({"type": "lifespan.shutdown.complete"})
+
+    async def _reload_when_asked(self, accounts_file: AccountsFile, scope: anyio.CancelScope) -> None:
+        """Re-read the accounts file on SIGHUP and whenever it changed, until `scope` is cancelled."""
+        hangup = anyio.Event()
+
+        async def on_hangup() -> None:
+            with (
+                contextlib.suppress(NotImplementedError, RuntimeError, ValueError),  # not the main thread
+                anyio.open_signal_receiver(signal.SIGHUP) as signals,
+            ):
+                async for _ in signals:
+                    hangup.set()
+
+        with scope:
+            async with anyio.create_task_group() as group:
+                group.start_soon(on_hangup)
+                while True:
+                    with anyio.move_on_after(RELOAD_POLL):
+                        await hangup.wait()
+                    asked = hangup.is_set()
+                    if asked:
+                        hangup = anyio.Event()
+                    if not asked and not accounts_file.changed():
+                        continue
+                    accounts = await anyio.to_thread.run_sync(
+                        accounts_file.reload, "SIGHUP" if asked else "the file changed"
+                    )
+                    if accounts is not None:
+                        self.apply(accounts)

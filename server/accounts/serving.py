@@ -2,23 +2,24 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 
 from mcp.server.mcpserver import MCPServer
+from starlette.applications import Starlette
 from starlette.types import ASGIApp
 
 from ..app import build_server
 from ..config import ConfigError
-from ..http_access import load_http_settings, principal_for_token
+from ..http_access import Tokens, load_http_settings
+from ..imap.pool import ImapPool
 from ..transports import guarded_app, http_app, sdk_http_app
 from .loading import ACCOUNTS_FILE_VARIABLE, Account, Accounts
 from .pools import AccountPools, load_max_connections
-from .routing import AccountRouter
+from .reloading import AccountsFile
+from .routing import AccountRouter, ServedAccount
 
 
-def account_server(account: Account, pools: AccountPools | None = None) -> MCPServer:
-    pool = pools.pool_for(account.settings.imap) if pools else None
+def account_server(account: Account, pool: ImapPool | None = None) -> MCPServer:
     return build_server(account.settings, pool, name=account.name, policy=account.policy)
 
 
@@ -35,20 +36,30 @@ def stdio_account(accounts: Accounts, name: str | None) -> Account:
     return accounts.accounts[0]
 
 
-def accounts_http_app(accounts: Accounts, env: Mapping[str, str]) -> ASGIApp:
-    """The HTTP app: the environment's one account as before, or every account of the file by token."""
-    http_settings = load_http_settings(env)
-    if accounts.source is None:
-        return http_app(account_server(accounts.accounts[0]), http_settings)
-    tokens = tuple(t for a in accounts.accounts for t in a.auth_tokens)
-    if not tokens:
+def require_tokens(accounts: Accounts) -> None:
+    """`ConfigError` when no account of the file has a token: no caller could reach any over HTTP."""
+    if not any(account.auth_tokens for account in accounts.accounts):
         raise ConfigError(
             f"{ACCOUNTS_FILE_VARIABLE} {accounts.source}: no account has auth_tokens, so no caller could reach "
             "one over HTTP: give each account its bearer tokens."
         )
+
+
+def accounts_http_app(accounts: Accounts, env: Mapping[str, str]) -> ASGIApp:
+    """The HTTP app: the environment's one account as before, or every account of the file by token (the file
+    re-read on SIGHUP and whenever it changes: `routing`)."""
+    http_settings = load_http_settings(env)
+    if accounts.source is None:
+        return http_app(account_server(accounts.accounts[0]), http_settings)
+    require_tokens(accounts)
     pools = AccountPools(load_max_connections(env))
-    apps_by_principal = {}
-    for account in accounts.accounts:
-        app = sdk_http_app(account_server(account, pools), http_settings)
-        apps_by_principal.update({principal_for_token(t.reveal()): app for t in account.auth_tokens})
-    return guarded_app(AccountRouter(apps_by_principal), dataclasses.replace(http_settings, auth_tokens=tokens))
+
+    def build(account: Account, pool: ImapPool) -> Starlette:
+        return sdk_http_app(account_server(account, pool), http_settings)
+
+    def serve(account: Account) -> ServedAccount:
+        return ServedAccount(account, pools.pool_for(account.settings.imap), build)
+
+    tokens = Tokens()
+    router = AccountRouter(accounts, tokens, serve, AccountsFile(env, accounts, check=require_tokens))
+    return guarded_app(router, http_settings, tokens)

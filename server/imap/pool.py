@@ -171,6 +171,7 @@ class ImapPool:
         self._idle_seconds = idle_seconds
         self._check_after = check_after
         self._reaper: _Reaper | None = None  #: the running reaper, if any
+        self._closed = False  #: `close_all` ran: a connection given back is closed instead
         self.opened = 0  #: connections opened so far (for tests and benchmarks)
         self.examines = 0  #: EXAMINE commands sent for `InMailbox` operations (for tests and benchmarks)
 
@@ -234,8 +235,14 @@ class ImapPool:
     def _give_back(self, connection: _Connection) -> None:
         connection.since = time.monotonic()
         with self._lock:
-            self._idle.append(connection)
-            if self._reaper is not None:
+            closed = self._closed
+            if not closed:
+                self._idle.append(connection)
+        if closed:
+            close(connection.client)
+            return
+        with self._lock:
+            if self._reaper is not None or not self._idle:
                 return
             stop = threading.Event()
             interval = max(self._idle_seconds / 2, 0.05)
@@ -366,8 +373,9 @@ class ImapPool:
         return await anyio.to_thread.run_sync(self.run_sync, operation, retry, spare_kept, limiter=self._threads)
 
     def close_all(self) -> None:
-        """Close every idle connection and stop the reaper (a connection still in use rejoins the pool later)."""
+        """Close every idle connection and stop the reaper; a connection still in use is closed when given back."""
         with self._lock:
+            self._closed = True
             idle, self._idle = self._idle, []
             reaper, self._reaper = self._reaper, None
         if reaper is not None:

@@ -81,6 +81,17 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     ),
     # when the watcher last heard from the mailbox (the webhook status's last_heard_at)
     ("ALTER TABLE mailbox_marks ADD COLUMN last_heard_at DOUBLE PRECISION",),
+    # watchers that share the accounts (webhooks.fleet): each one alive, and how many accounts it may hold; a
+    # watcher renews its leases by holder, and looks for accounts with events to deliver among its own
+    (
+        """CREATE TABLE watchers (
+            holder TEXT PRIMARY KEY,
+            capacity BIGINT NOT NULL,
+            expires_at DOUBLE PRECISION NOT NULL
+        )""",
+        "CREATE INDEX watcher_leases_holder ON watcher_leases (holder)",
+        "CREATE INDEX webhooks_pending ON webhooks (account) WHERE last_sequence > delivered_sequence",
+    ),
 )
 #: a fixed key for PostgreSQL's advisory lock around migrations
 _MIGRATION_LOCK = 7_411_017

@@ -13,15 +13,18 @@ import sys
 import threading
 import time
 import uuid
-from typing import NoReturn
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, NoReturn
 
-from ..config import Settings
+from ..accounts.loading import ACCOUNTS_FILE_VARIABLE
+from ..accounts.reloading import RELOAD_POLL, AccountsFile
+from ..config import ConfigError, Settings
 from ..errors import ImapMcpError
 from ..logs import get_logger
 from ..store.database import Store
 from .cipher import StoreCipher
-from .delivery import deliver_one
-from .leases import LEASE_SECONDS, hold_lease, release_lease
+from .fleet import Fleet
+from .leases import LEASE_SECONDS, live_members
 from .operations import WebhookAccount, webhook_store
 from .outbox import drop_queued_while_off, seal_plain_events
 from .rows import (
@@ -32,10 +35,9 @@ from .rows import (
     save_endpoint,
 )
 from .status import read_status
-from .watcher import InboxWatcher
 
-#: how often an idle pump looks for due events (retries, or events another process added)
-PUMP_POLL = 1.0
+if TYPE_CHECKING:
+    from ..accounts.loading import Accounts
 
 
 def _fail(message: str) -> NoReturn:
@@ -100,17 +102,26 @@ def _set(store: Store, settings: Settings, url: str, auth_header: str | None, ac
 
 def next_steps(store: Store, settings: Settings, account_name: str | None, watcher_running: bool) -> list[str]:
     """What must happen for events to arrive: a watcher, with the same store and keys as this command."""
-    watch = "imap-mcp watch" + (f" --account {account_name}" if account_name else "")
+    alone = f"imap-mcp watch --account {account_name}" if account_name else "imap-mcp watch"
     where = "a PostgreSQL database" if store.postgres else f"the SQLite file {store.url.removeprefix('sqlite:///')}"
+    with store.transaction() as tx:
+        sharing = live_members(tx, time.time())
     steps = ["Next steps:"]
     if not settings.webhooks.enabled:
         steps.append("- IMAP_MCP_WEBHOOKS=false here: nothing is delivered while webhooks are off on this server.")
     if watcher_running:
-        steps.append(f"- A watcher ({watch}) is running for this account: new mail is delivered from now on.")
+        steps.append("- A watcher is running for this account: new mail is delivered from now on.")
+    elif sharing:
+        steps.append(
+            f"- {sharing} watcher(s) (imap-mcp watch) share this store's accounts: one takes this account within "
+            f"{LEASE_SECONDS:g} s if the account is in its accounts file; `webhook show` says when."
+        )
     else:
         steps.append(
-            f"- Events are delivered only while a watcher runs, and none is running for this account: start `{watch}` "
-            "and keep it running (e.g. as a service; more than one may run, one is active)."
+            "- Events are delivered only while a watcher runs, and none is running for this account: start "
+            "`imap-mcp watch` (every account of the accounts file that has a webhook; or "
+            f"`{alone}` for this one) and keep it running, e.g. as a service; any number may run and share the "
+            "accounts."
         )
     steps.append(
         f"- The watcher and every server replica need this command's IMAP_MCP_STORE (here: {where}) and the same "
@@ -120,62 +131,116 @@ def next_steps(store: Store, settings: Settings, account_name: str | None, watch
     return steps
 
 
-def run_watch(settings: Settings) -> None:
-    """Watch and deliver until SIGTERM or SIGINT; several may run, one holds the account's lease."""
-    if not settings.webhooks.enabled:
-        _fail("IMAP_MCP_WEBHOOKS=false: webhooks are turned off on this server, so there is nothing to watch.")
-    try:
-        store = _store(settings)
-    except ImapMcpError as exc:
-        _fail(str(exc))
-    stop, active, added = threading.Event(), threading.Event(), threading.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stop.set())
-    account = settings.imap.account
-    holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-    threads = [
-        threading.Thread(target=_keep_lease, args=(store, account, holder, active, stop), daemon=True),
-        threading.Thread(
-            target=InboxWatcher(settings.imap, store, settings.webhooks, active, stop, added).run, daemon=True
-        ),
-    ]
-    for thread in threads:
-        thread.start()
-    get_logger().info("watch: %s started (store: %r)", account, store)
-    try:
-        _pump(store, settings, active, stop, added)
-    finally:
-        stop.set()
-        release_lease(store, account, holder)
-        get_logger().info("watch: %s stopped", account)
-
-
-def _keep_lease(store: Store, account: str, holder: str, active: threading.Event, stop: threading.Event) -> None:
-    was_active: bool | None = None
-    while not stop.is_set():
-        try:
-            held = hold_lease(store, account, holder, time.time())
-        except ImapMcpError as exc:
-            get_logger().warning("watch: lease not renewed (%s)", exc)
-            held = False
-        (active.set if held else active.clear)()
-        if held != was_active:
-            get_logger().info("watch: %s %s", account, "active" if held else "standing by (another watcher is active)")
-            was_active = held
-        stop.wait(LEASE_SECONDS / 3)
-
-
-def _pump(
-    store: Store, settings: Settings, active: threading.Event, stop: threading.Event, added: threading.Event
+def run_watch(
+    accounts: Accounts,
+    env: Mapping[str, str],
+    name: str | None = None,
+    max_accounts: int | None = None,
+    lease_seconds: float = LEASE_SECONDS,
 ) -> None:
-    cipher = StoreCipher([key.reveal() for key in settings.webhooks.store_keys])
-    while not stop.is_set():
-        delivered = False
-        if active.is_set():
-            try:
-                delivered = deliver_one(store, cipher, settings.webhooks, settings.imap.account)
-            except ImapMcpError as exc:
-                get_logger().warning("watch: delivery skipped (%s)", exc)
-        if not delivered:
-            added.wait(PUMP_POLL)
-            added.clear()
+    """Watch and deliver until SIGTERM or SIGINT: every account with a webhook (or the one named), sharing them with
+    every other watcher of the same store (`fleet`); the accounts file re-read on SIGHUP and when it changes."""
+    watched = _watched(accounts, name)
+    if not watched:
+        _fail("IMAP_MCP_WEBHOOKS=false: webhooks are turned off on this server, so there is nothing to watch.")
+    holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+    fleets = _Fleets(holder, member=name is None, max_accounts=max_accounts, lease_seconds=lease_seconds)
+    try:
+        fleets.update(watched)
+    except ImapMcpError as exc:
+        fleets.stop()
+        _fail(str(exc))
+    stop, attention, hangup = threading.Event(), threading.Event(), threading.Event()
+
+    def stopping(*_: object) -> None:
+        stop.set()
+        attention.set()
+
+    def hung_up(*_: object) -> None:
+        hangup.set()
+        attention.set()
+
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, stopping)
+    signal.signal(signal.SIGHUP, hung_up)
+    reloading = AccountsFile(env, accounts) if accounts.source is not None else None
+    get_logger().info("watch: %d account(s) to watch (%s); holder %s", len(watched), fleets, holder)
+    try:
+        while not stop.is_set():
+            attention.wait(RELOAD_POLL)
+            attention.clear()
+            if stop.is_set():
+                break
+            asked = hangup.is_set()
+            hangup.clear()
+            if reloading is None:
+                if asked:
+                    get_logger().info(
+                        "watch: SIGHUP, but there is no accounts file to re-read (one account of the environment)"
+                    )
+                continue
+            if asked or reloading.changed():
+                reloaded = reloading.reload("SIGHUP" if asked else "the file changed")
+                if reloaded is not None:
+                    fleets.update(_watched(reloaded, name, at_start=False))
+    finally:
+        fleets.stop()
+        get_logger().info("watch: stopped")
+
+
+def _watched(accounts: Accounts, name: str | None, at_start: bool = True) -> dict[str, Settings]:
+    """The settings of the accounts to watch (those with webhooks on), by store key (`ImapSettings.account`)."""
+    if name is not None and accounts.source is None:
+        _fail(f"--account {name!r} needs {ACCOUNTS_FILE_VARIABLE}: set it to the accounts file.")
+    try:
+        chosen = list(accounts.accounts) if name is None else [accounts.named(name)]
+    except ConfigError as exc:
+        if at_start:
+            _fail(str(exc))
+        get_logger().warning("watch: the account %s is no longer in the accounts file: nothing to watch", name)
+        chosen = []
+    return {a.settings.imap.account: a.settings for a in chosen if a.settings.webhooks.enabled}
+
+
+class _Fleets:
+    """The fleet of each store the accounts use (most deployments: one), each renewing in a thread of its own."""
+
+    def __init__(self, holder: str, *, member: bool, max_accounts: int | None, lease_seconds: float) -> None:
+        self.holder = holder
+        self.member = member
+        self.max_accounts = max_accounts
+        self.lease_seconds = lease_seconds
+        self._stop = threading.Event()
+        self._fleets: dict[str, tuple[Fleet, threading.Thread]] = {}
+
+    def __str__(self) -> str:
+        stores = [repr(fleet.store) for fleet, _ in self._fleets.values()]
+        return f"store: {', '.join(stores)}" if len(stores) == 1 else f"{len(stores)} stores: {', '.join(stores)}"
+
+    def update(self, watched: Mapping[str, Settings]) -> None:
+        """Give each store's fleet its accounts; a store not seen before is opened (`StoreError` if it cannot be)."""
+        by_store: dict[str, dict[str, Settings]] = {}
+        for key, settings in watched.items():
+            by_store.setdefault(settings.webhooks.store_url, {})[key] = settings
+        for url in by_store.keys() - self._fleets.keys():
+            fleet = Fleet(
+                Store(url),
+                self.holder,
+                member=self.member,
+                max_accounts=self.max_accounts,
+                lease_seconds=self.lease_seconds,
+            )
+            thread = threading.Thread(target=fleet.run, args=(self._stop,), name="watch-fleet", daemon=True)
+            self._fleets[url] = (fleet, thread)
+            fleet.update(by_store[url])
+            thread.start()
+        for url, (fleet, _) in self._fleets.items():
+            fleet.update(by_store.get(url, {}))
+
+    def stop(self) -> None:
+        """Stop every fleet: each gives up its leases once its attempts in flight ended."""
+        self._stop.set()
+        for fleet, _ in self._fleets.values():
+            fleet.wake.set()
+        for _, thread in self._fleets.values():
+            thread.join()

@@ -4,108 +4,144 @@ The store keeps the last UID seen and the mailbox's UIDVALIDITY. New messages be
 the same transaction that moves that mark on, and only if the mark is still where this watcher
 read it: a restart, or a second watcher, can neither lose nor repeat one. A new UIDVALIDITY
 (the mailbox was re-created) starts again from the mailbox's current end.
+
+One `InboxWatcher` watches one account, in a thread of its own that spends its life waiting in
+IDLE. Its store work runs in the transactions it is given (`Transact`: a few threads of the
+process, so a watcher of thousands of accounts keeps a few store connections). `stop()` ends it
+at once, whatever it is waiting for: its connection is shut down.
 """
 
 from __future__ import annotations
 
 import contextlib
+import socket
+import ssl
 import threading
 import time
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, TypeVar
 
 from ..config import ImapSettings
 from ..imap.connection import connect
 from ..imap.message_ids import MessageRef
 from ..imap.session import Session
 from ..logs import get_logger
-from ..store.database import Store, Tx
+from ..store.database import Tx
 from .outbox import enqueue
 from .payloads import describe
 from .rows import load_row
 from .settings import WebhookSettings
 
+T = TypeVar("T")
+
 MAILBOX = "INBOX"
-#: longest IDLE (or NOOP poll interval) before the watcher looks at its lease and stop flag again
-IDLE_SLICE = 5.0
+#: longest IDLE before the watcher ends it, looks for new mail and starts another (the server's IDLE timeout is 30
+#: minutes or more); how long a connection that died silently can go unnoticed, besides IMAP_TIMEOUT
+IDLE_SLICE = 60.0
+#: seconds between NOOPs on a server without IDLE
+POLL_INTERVAL = 5.0
 #: most new messages turned into events per transaction
 BATCH = 200
 MAX_RECONNECT_WAIT = 60.0
+#: connections of one process being opened at once (a watcher taking hundreds of accounts opens them a few at a
+#: time, not all in one burst)
+CONNECTS_AT_ONCE = 16
+_CONNECTING = threading.BoundedSemaphore(CONNECTS_AT_ONCE)
+
+
+class Transact(Protocol):
+    """Runs `work` in one store transaction and returns what it returned."""
+
+    def __call__(self, work: Callable[[Tx], T]) -> T: ...
 
 
 class InboxWatcher:
-    """Turns new INBOX mail of one account into outbox events while `active` is set."""
+    """Turns new INBOX mail of one account into outbox events until `stop()`."""
 
     def __init__(
         self,
         imap: ImapSettings,
-        store: Store,
         settings: WebhookSettings,
-        active: threading.Event,
-        stop: threading.Event,
-        added: threading.Event,
+        transact: Transact,
+        added: Callable[[], None] = lambda: None,
     ) -> None:
         self.imap = imap
         self.account = imap.account
-        self.store = store
         self.settings = settings
-        self.active = active
-        self.stop = stop
+        self.transact = transact
+        #: called after new events were added (the deliveries start at once)
         self.added = added
+        #: when the mailbox last answered (the fleet writes it to the store: the status's `last_heard_at`)
+        self.heard_at: float | None = None
+        self._stopped = threading.Event()
+        self._lock = threading.Lock()
+        self._client: Session | None = None
+
+    def stop(self) -> None:
+        """End the watch now: a connection waiting in IDLE (or being read) is shut down."""
+        self._stopped.set()
+        with self._lock:
+            client = self._client
+        if client is not None:
+            with contextlib.suppress(OSError):
+                client.socket().shutdown(socket.SHUT_RDWR)
+
+    @property
+    def stopped(self) -> bool:
+        return self._stopped.is_set()
 
     def run(self) -> None:
-        """Watch until `stop`, reconnecting with backoff (1 s doubling to 60 s) after a failure."""
+        """Watch until stopped, reconnecting with backoff (1 s doubling to 60 s) after a failure."""
         wait = 1.0
-        while not self.stop.is_set():
-            if not self.active.wait(timeout=1.0):
-                continue
+        while not self.stopped:
             try:
-                client = connect(self.imap)
+                with _CONNECTING:
+                    client = connect(self.imap) if not self.stopped else None
             except Exception as exc:
                 wait = self._retry_after(exc, wait)
                 continue
+            if client is None:
+                return
+            with self._lock:
+                self._client = client
             try:
-                self._watch(client)
+                if not self.stopped:  # stopped while connecting: stop() found no connection to shut down
+                    self._watch(client)
                 wait = 1.0
             except Exception as exc:
                 wait = self._retry_after(exc, wait)
             finally:
+                with self._lock:
+                    self._client = None
                 _close(client)
 
     def _retry_after(self, exc: Exception, wait: float) -> float:
+        if self.stopped:
+            return wait
         get_logger().warning(
             "watch: %s INBOX connection failed (%s); retrying in %g s", self.account, type(exc).__name__, wait
         )
-        self.stop.wait(wait)
+        self._stopped.wait(wait)
         return min(wait * 2, MAX_RECONNECT_WAIT)
 
     def _watch(self, client: Session) -> None:
         selected = client.select_folder(MAILBOX, readonly=True)
         uidvalidity = int(selected[b"UIDVALIDITY"])
         idle = b"IDLE" in client.capabilities()
-        while not self.stop.is_set() and self.active.is_set():
+        while not self.stopped:
             self.catch_up(client, uidvalidity)
-            self.heard_from_mailbox()
+            self.heard_at = time.time()
             if idle:
-                client.idle()
-                try:
-                    client.idle_check(timeout=IDLE_SLICE)
-                finally:
-                    client.idle_done()
+                _idle_until_new_mail(client, IDLE_SLICE)
             else:
-                self.stop.wait(IDLE_SLICE)
+                self._stopped.wait(POLL_INTERVAL)
                 client.noop()
 
     def catch_up(self, client: Session, uidvalidity: int) -> int:
         """Turn messages past the stored mark into events; how many were added."""
-        with self.store.transaction() as tx:
-            if load_row(tx, self.account) is None:
-                return 0  # no webhook saved: nothing to tell, and no mark to keep
-            mark = tx.one(
-                "SELECT uidvalidity, last_uid FROM mailbox_marks WHERE account = ? AND mailbox = ?",
-                self.account,
-                MAILBOX,
-            )
+        saved, mark = self.transact(self._read_mark)
+        if not saved:
+            return 0  # no webhook saved: nothing to tell, and no mark to keep
         if mark is None or int(mark[0]) != uidvalidity:
             self._start_mark(client, uidvalidity, mark)
             return 0
@@ -114,25 +150,27 @@ class InboxWatcher:
         if not new:
             return 0
         payloads = self._payloads(client, uidvalidity, new)
-        with self.store.transaction() as tx:
+
+        def add(tx: Tx) -> int:
             tx.lock_account(self.account)
             row = load_row(tx, self.account)
             if row is None or not self._advance(tx, uidvalidity, last_uid, new[-1]):
                 return 0  # cleared meanwhile, or another watcher got there first: nothing written
-            added = enqueue(tx, row, payloads, time.time(), self.settings)
-        get_logger().info("watch: %s INBOX %d new message(s), uids %d-%d", self.account, added, new[0], new[-1])
-        self.added.set()
+            return enqueue(tx, row, payloads, time.time(), self.settings)
+
+        added = self.transact(add)
+        if added:
+            get_logger().info("watch: %s INBOX %d new message(s), uids %d-%d", self.account, added, new[0], new[-1])
+            self.added()
         return added
 
-    def heard_from_mailbox(self) -> None:
-        """Note that the mailbox just answered: the webhook status's `last_heard_at`."""
-        with self.store.transaction() as tx:
-            tx.run(
-                "UPDATE mailbox_marks SET last_heard_at = ? WHERE account = ? AND mailbox = ?",
-                time.time(),
-                self.account,
-                MAILBOX,
-            )
+    def _read_mark(self, tx: Tx) -> tuple[bool, tuple[Any, ...] | None]:
+        """Whether a webhook is saved, and the stored (UIDVALIDITY, last UID) or None when there is none yet."""
+        if load_row(tx, self.account) is None:
+            return False, None
+        return True, tx.one(
+            "SELECT uidvalidity, last_uid FROM mailbox_marks WHERE account = ? AND mailbox = ?", self.account, MAILBOX
+        )
 
     def _advance(self, tx: Tx, uidvalidity: int, last_uid: int, to_uid: int) -> bool:
         """Move the mark from `last_uid` to `to_uid`; False if it is no longer at `last_uid`."""
@@ -151,7 +189,8 @@ class InboxWatcher:
         """Start at the mailbox's current end (first run, or a new mailbox generation)."""
         uids = client.search(["ALL"])
         end = max(uids) if uids else 0
-        with self.store.transaction() as tx:
+
+        def mark(tx: Tx) -> None:
             if old is None:
                 tx.run(
                     "INSERT INTO mailbox_marks (account, mailbox, uidvalidity, last_uid) VALUES (?, ?, ?, ?) "
@@ -171,11 +210,50 @@ class InboxWatcher:
                     MAILBOX,
                     int(old[0]),
                 )
+
+        self.transact(mark)
         get_logger().info("watch: %s INBOX watched from uid %d (UIDVALIDITY %d)", self.account, end, uidvalidity)
 
     def _payloads(self, client: Session, uidvalidity: int, uids: Sequence[int]) -> list[dict[str, Any]]:
         """Each message's event data, bounded whatever the message holds (`payloads`); never the body."""
         return describe(client, self.account, [MessageRef(MAILBOX, uidvalidity, uid) for uid in uids])
+
+
+def _idle_until_new_mail(client: Session, seconds: float) -> None:
+    """Wait in IDLE until the server says a message arrived (EXISTS) or `seconds` pass; other news (flags,
+    expunges, "still here") keeps it waiting. A wake-up with nothing to read ends it too: imapclient reads an
+    ended connection as no news, which would otherwise be waited on again at once."""
+    deadline = time.monotonic() + seconds
+    client.idle()
+    try:
+        if _answered_already(client):
+            return
+        while (left := deadline - time.monotonic()) > 0:
+            said = client.idle_check(timeout=left)
+            if not said and time.monotonic() < deadline:
+                return  # woken with nothing to read: the connection may have ended (idle_done will say)
+            if any(len(line) > 1 and line[1] == b"EXISTS" for line in said):
+                return
+    finally:
+        client.idle_done()
+
+
+def _answered_already(client: Session) -> bool:
+    """Whether the server's next answer has already been read off the socket, into the connection's buffer.
+
+    The server may send news right behind its `+ idling`, in the same packet; `idle_check` only waits for the
+    socket, so it would not see them until the next answer. A peek that does not block finds them.
+    """
+    reader = client._imap.file  # type: ignore[attr-defined]  # imaplib's buffered reader of the socket
+    sock = client.socket()
+    timeout = sock.gettimeout()
+    sock.setblocking(False)
+    try:
+        return bool(reader.peek(1))
+    except (BlockingIOError, ssl.SSLWantReadError):
+        return False
+    finally:
+        sock.settimeout(timeout)
 
 
 def _close(client: Session) -> None:

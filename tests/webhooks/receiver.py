@@ -8,7 +8,7 @@ import hmac
 import json
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -36,6 +36,7 @@ class Delivery:
     event: dict[str, Any]
     headers: dict[str, str]
     path: str
+    received_at: float = field(default_factory=time.time)
 
 
 class Receiver:
@@ -43,6 +44,8 @@ class Receiver:
 
     def __init__(self, secret: str, port: int = 0) -> None:
         self.secret = secret
+        #: the secret of each path, for several webhooks (one per account) posting to one receiver
+        self.secrets: dict[str, str] = {}
         self.accepted: list[Delivery] = []
         self.refused = 0
         self.holding = threading.Event()
@@ -99,7 +102,7 @@ class Receiver:
                     receiver.held.set()
                     receiver.release.wait()
                     return  # the sender is gone by now: no answer
-                if not verify(receiver.secret, headers, body):
+                if not verify(receiver.secrets.get(self.path, receiver.secret), headers, body):
                     with receiver.lock:
                         receiver.refused += 1
                     self.send_response(401)

@@ -7,14 +7,17 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness import Account
+from receiver import Delivery, Receiver
 
 from imap_mcp.server.store.database import Store
+from imap_mcp.server.webhooks.cipher import StoreCipher
 from imap_mcp.server.webhooks.operations import WebhookAccount
+from imap_mcp.server.webhooks.rows import save_endpoint
 from imap_mcp.server.webhooks.settings import load_webhook_settings
 from imap_mcp.server.webhooks.status import WebhookStatus
 
@@ -50,10 +53,11 @@ class Operator:
         assert done.returncode == 0, done.stderr
         return done.stdout.strip().splitlines()[-1]
 
-    def start_watcher(self) -> subprocess.Popen[bytes]:
+    def start_watcher(self, *args: str) -> subprocess.Popen[bytes]:
+        """`imap-mcp watch ARGS` in a process group of its own, its output in `logs`."""
         log = open(self.logs / f"watch-{len(self.watchers)}.log", "ab")  # noqa: SIM115 (closed with the process)
         process = subprocess.Popen(
-            [sys.executable, "-m", "imap_mcp.server", "watch"],
+            [sys.executable, "-m", "imap_mcp.server", "watch", *args],
             env=self.env(),
             stdin=subprocess.DEVNULL,
             stdout=log,
@@ -121,3 +125,84 @@ def operating(account: Account, store_url: str, logs: Path, **extra: str) -> Ite
         yield operator
     finally:
         operator.stop_all()
+
+
+@dataclass
+class FleetOperator(Operator):
+    """The operator of several accounts in one accounts file (`account` is the first; they share its server), with
+    their webhooks in one store, and `imap-mcp watch` processes sharing them."""
+
+    accounts: dict[str, Account] = field(default_factory=dict)
+
+    @property
+    def file(self) -> Path:
+        return self.logs / "accounts.toml"
+
+    def write_accounts(self, *names: str, extra: str = "") -> None:
+        """The accounts file with the accounts `names` (and `extra` text after them), as an editor saves it: a new
+        file renamed over the old one."""
+        tables = "".join(f'[accounts.{n}]\nIMAP_USERNAME = "{self.accounts[n].username}"\n' for n in names)
+        draft = self.file.with_suffix(".new")
+        draft.write_text(tables + extra)
+        draft.chmod(0o600)
+        draft.replace(self.file)
+
+    def env(self, **extra: str) -> dict[str, str]:
+        env = super().env(**extra)
+        del env["IMAP_USERNAME"]
+        return {**env, "IMAP_MCP_ACCOUNTS_FILE": str(self.file)}
+
+    def identity(self, name: str) -> str:
+        """The account's key in the store (login@host:port)."""
+        return self.accounts[name].imap_settings().account
+
+    def set_webhooks(self, receiver: Receiver, *names: str) -> None:
+        """Save each account's webhook (to the receiver's path /hooks/NAME), as `imap-mcp webhook set` saves it."""
+        cipher = StoreCipher([self.keys])
+        store = Store(self.store_url)
+        for name in names:
+            path = f"/hooks/{name}"
+            with store.transaction() as tx:
+                receiver.secrets[path] = save_endpoint(tx, cipher, self.identity(name), receiver.url(path), None)
+
+    def holders(self) -> dict[str, str]:
+        """Each account's live lease: the store key → the pid of the watcher holding it."""
+        with Store(self.store_url).transaction() as tx:
+            found = tx.all("SELECT account, holder FROM watcher_leases WHERE expires_at > ?", time.time())
+        return {str(account): str(holder).split(":")[1] for account, holder in found}
+
+    def held_by(self, process: subprocess.Popen[bytes]) -> set[str]:
+        return {account for account, pid in self.holders().items() if pid == str(process.pid)}
+
+    def wait_for(self, what: str, done: Callable[[], bool], timeout: float = 90.0) -> None:
+        """Until `done()`; an AssertionError naming `what`, the leases and the watchers' logs after `timeout`."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if done():
+                return
+            time.sleep(0.2)
+        logs = "\n".join(self.log_lines()[-60:])
+        raise AssertionError(f"{what}: not within {timeout} s; leases {self.holders()}; logs:\n{logs}")
+
+
+@contextlib.contextmanager
+def fleet_operating(accounts: dict[str, Account], store_url: str, work: Path, **extra: str) -> Iterator[FleetOperator]:
+    """A fleet operator of `accounts` (all of them in the accounts file) with a new store key."""
+    from webhook_helpers import new_key
+
+    first = next(iter(accounts.values()))
+    operator = FleetOperator(first, store_url, new_key(), work, dict(extra), accounts=dict(accounts))
+    operator.write_accounts(*accounts)
+    try:
+        yield operator
+    finally:
+        operator.stop_all()
+
+
+def census(deliveries: list[Delivery]) -> dict[tuple[str, int], list[str]]:
+    """The webhook-ids delivered for each message, by (account, uid)."""
+    found: dict[tuple[str, int], list[str]] = {}
+    for delivery in deliveries:
+        data = delivery.event["data"]
+        found.setdefault((data["account"], data["uid"]), []).append(delivery.webhook_id)
+    return found
