@@ -46,6 +46,7 @@ from typing import Any
 
 import anyio
 from mcp import Client, StdioServerParameters
+from mcp.types import ElicitRequestParams, ElicitResult
 
 from imap_mcp.server.demo.dovecot import Dovecot
 
@@ -239,9 +240,7 @@ async def carrier(client: Client, read_uid: int) -> AsyncIterator[Client]:
             yield sdk
 
 
-async def approve(context: object, params: object) -> object:
-    from mcp.types import ElicitResult
-
+async def approve(context: object, params: ElicitRequestParams) -> ElicitResult:
     return ElicitResult(action="accept", content={"approve": True})
 
 

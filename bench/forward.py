@@ -36,7 +36,7 @@ from typing import Any
 import anyio
 from imapclient import IMAPClient
 from mcp import Client
-from mcp.types import ElicitResult
+from mcp.types import ElicitRequestParams, ElicitResult
 
 from imap_mcp.server.demo.dovecot import Dovecot, free_port
 
@@ -134,7 +134,7 @@ async def run(dovecot: Dovecot, smtp_port: int, raw_message: bytes, args: argpar
         with smtplib.SMTP("127.0.0.1", smtp_port) as smtp:
             smtp.sendmail("bench@example.org", ["alice@example.com"], fetched)
 
-    async def approve(context: object, params: object) -> object:
+    async def approve(context: object, params: ElicitRequestParams) -> ElicitResult:
         return ElicitResult(action="accept", content={"approve": True})
 
     env = {
@@ -149,7 +149,7 @@ async def run(dovecot: Dovecot, smtp_port: int, raw_message: bytes, args: argpar
 
             async def forward(arguments: dict[str, Any] = arguments) -> None:
                 result = await client.call_tool("forward_message", arguments)
-                assert not result.is_error and result.structured_content["status"] == "sent", result.content  # type: ignore[index]
+                assert not result.is_error and result.structured_content["status"] == "sent", result.content
 
             sides[mode] = forward
         seconds: dict[str, list[float]] = {name: [] for name in sides}

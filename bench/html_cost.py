@@ -38,7 +38,8 @@ def baseline(html: str) -> str:
     converter = html2text.HTML2Text()
     converter.body_width = 0
     converter.ignore_images = True
-    return converter.handle(html).strip() + "\n"
+    text: str = converter.handle(html)
+    return text.strip() + "\n"
 
 
 def measure(convert: Callable[[str], str], html: str) -> tuple[float, float, int]:

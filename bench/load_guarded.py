@@ -22,6 +22,7 @@ import time
 from collections import Counter
 from email.message import EmailMessage
 from pathlib import Path
+from typing import Any
 
 import anyio
 from mcp import Client
@@ -41,7 +42,9 @@ SEAL_KEYS = "bench-key-" + "x" * 40
 async def say_yes(context: object, params: ElicitRequestParams) -> ElicitResult:
     """A person who ticks every box of the dialog and accepts."""
     schema = getattr(params, "requested_schema", None) or {}
-    content = {name: True for name, prop in schema.get("properties", {}).items() if prop.get("type") == "boolean"}
+    content: dict[str, Any] = {
+        name: True for name, prop in schema.get("properties", {}).items() if prop.get("type") == "boolean"
+    }
     return ElicitResult(action="accept", content=content)
 
 

@@ -94,6 +94,12 @@ class Mailbox:
     token: str
 
 
+def kill_running(processes: list[subprocess.Popen[bytes]]) -> None:
+    for process in processes:
+        if process.poll() is None:
+            process.kill()
+
+
 def rss_kib(pid: int) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -201,8 +207,11 @@ def start_watcher(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
 
 async def say_yes(context: object, params: ElicitRequestParams) -> ElicitResult:
     """A person who ticks every box of the dialog and accepts."""
-    schema = getattr(params, "requested_schema", None) or {}
-    content = {name: True for name, prop in schema.get("properties", {}).items() if prop.get("type") == "boolean"}
+    schema: dict[str, Any] = getattr(params, "requested_schema", None) or {}
+    properties: dict[str, dict[str, Any]] = schema.get("properties", {})
+    content: dict[str, str | int | float | bool | list[str] | None] = {
+        name: True for name, prop in properties.items() if prop.get("type") == "boolean"
+    }
     return ElicitResult(action="accept", content=content)
 
 
@@ -274,7 +283,7 @@ async def run_callers(url: str, boxes: list[Mailbox], callers: int, seconds: flo
             httpx2.AsyncClient(timeout=120) as http,
             Client(
                 streamable_http_client(url, http_client=http), mode="2026-07-28", elicitation_callback=say_yes
-            ) as client,  # type: ignore[arg-type]
+            ) as client,
         ):
             while time.monotonic() < deadline:
                 box = random.choice(boxes)
@@ -374,10 +383,10 @@ async def interleaved(
         httpx2.AsyncClient(timeout=120) as fleet_http,
         Client(
             streamable_http_client(solo_url, http_client=solo_http), mode="2026-07-28", elicitation_callback=say_yes
-        ) as on_solo,  # type: ignore[arg-type]
+        ) as on_solo,
         Client(
             streamable_http_client(fleet_url, http_client=fleet_http), mode="2026-07-28", elicitation_callback=say_yes
-        ) as on_fleet,  # type: ignore[arg-type]
+        ) as on_fleet,
     ):
         for k in range(rounds):
             box = random.choice(boxes)
@@ -459,7 +468,7 @@ def main() -> None:
 
             # watchers first, holding nothing: their memory before any account
             watchers += [start_watcher(env, work / f"watch-{n}.log") for n in range(2)]
-            stack.callback(lambda: [w.kill() for w in watchers if w.poll() is None])
+            stack.callback(kill_running, watchers)
             time.sleep(5)  # settled: imports done, first renewal made (a memory reading, not a wait for a result)
             figures["watcher_rss_idle_kib"] = [rss_kib(w.pid) for w in watchers]
             with Receiver("") as receiver:

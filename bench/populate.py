@@ -15,6 +15,7 @@ import os
 import random
 import re
 import socket
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 # ----------------------------------------------------------------------------
@@ -179,7 +180,7 @@ def _addr(rng: random.Random, i: int | None = None) -> tuple[str, str]:
     return f"{first} {last}", f"{local}@{rng.choice(DOMAINS)}"
 
 
-_FMT_CACHE: dict = {}
+_FMT_CACHE: dict[tuple[str, str], str] = {}
 
 
 def _fmt_addr(name: str, addr: str) -> str:
@@ -207,9 +208,9 @@ def _paragraph(rng: random.Random, n: int) -> str:
 class Msg:
     raw: bytes  # LF line endings (use .crlf() for IMAP APPEND)
     date: dt.datetime  # Date header == INTERNALDATE
-    flags: tuple = ()  # IMAP system flags, e.g. ("\\Seen",)
-    keywords: tuple = ()  # e.g. ("$Forwarded",)
-    meta: dict = field(default_factory=dict)
+    flags: tuple[str, ...] = ()  # IMAP system flags, e.g. ("\\Seen",)
+    keywords: tuple[str, ...] = ()  # e.g. ("$Forwarded",)
+    meta: dict[str, object] = field(default_factory=dict)
 
     def crlf(self) -> bytes:
         return self.raw.replace(b"\n", b"\r\n")
@@ -222,7 +223,7 @@ def generate(
     end: dt.datetime | None = None,
     folder: str = "INBOX",
     owner: tuple[str, str] = ("Alice Test", "alice@example.com"),
-):
+) -> Iterator[Msg]:
     """Yield `count` Msg objects in chronological order (oldest first)."""
     rng = random.Random(seed)
     end = end or dt.datetime(2025, 6, 30, 12, 0, tzinfo=dt.UTC)
@@ -238,7 +239,7 @@ def generate(
         ("Carol Boss", "carol.boss@corp.example"),
     ]
     attach_blobs = {ext: bytes(rng.getrandbits(8) for _ in range(1536)) for _, ext in ATTACH_TYPES}
-    recent: collections.deque = collections.deque(maxlen=50)  # (msgid, subject, refs)
+    recent: collections.deque[tuple[str, str, str]] = collections.deque(maxlen=50)  # (msgid, subject, refs)
     tzs = [
         dt.UTC,
         dt.timezone(dt.timedelta(hours=2)),
@@ -347,7 +348,7 @@ def generate(
 
 
 @contextlib.contextmanager
-def as_user(uid: int, gid: int):
+def as_user(uid: int, gid: int) -> Iterator[None]:
     """Temporarily write files as the mail uid (when running as root)."""
     if os.geteuid() != 0 or uid <= 0:
         yield
@@ -367,7 +368,7 @@ def as_user(uid: int, gid: int):
 MAILDIR_FLAG = {"\\Draft": "D", "\\Flagged": "F", "\\Answered": "R", "\\Seen": "S", "\\Deleted": "T"}
 
 
-def write_maildir(path: str, msgs, uid: int = -1, gid: int = -1) -> int:
+def write_maildir(path: str, msgs: Iterable[Msg], uid: int = -1, gid: int = -1) -> int:
     """Write messages straight into a Maildir (cur/). Dovecot assigns UIDs on the next
     sync, in filename order; names start with the Date timestamp, so UIDs follow dates.
     INTERNALDATE = file mtime. S= / W= sizes let Dovecot skip stat/reads for RFC822.SIZE."""

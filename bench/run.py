@@ -29,7 +29,7 @@ import subprocess
 import sys
 import time
 import tracemalloc
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from email.message import EmailMessage
 from pathlib import Path
@@ -258,7 +258,7 @@ Side = Callable[[str], Awaitable[float]]
 
 
 async def rounds(
-    operation: str, sides: dict[str, Side], runs: int, before_each: Callable[[], None] | None = None
+    operation: str, sides: Mapping[str, Side], runs: int, before_each: Callable[[], None] | None = None
 ) -> dict[str, list[float]]:
     """One unmeasured warm-up call per side, then `runs` rounds of one call per side.
 

@@ -122,7 +122,8 @@ class Raw:
         """THREAD REFS of INBOX, the thread holding `uid`, its members' summaries (and link headers)."""
         answer = self.inbox._raw_command_untagged(b"THREAD", [b"REFS", b"UTF-8", b"ALL"])
         members = thread_containing(b" ".join(line for line in answer if isinstance(line, bytes)), uid)
-        return self.inbox.fetch(members, [*SUMMARY_ITEMS, LINK_ITEM])
+        fetched: dict[int, Any] = self.inbox.fetch(members, [*SUMMARY_ITEMS, LINK_ITEM])
+        return fetched
 
     def same(self, uid: int) -> set[tuple[str, int]]:
         """`thread`, then the other mailboxes searched for its ids, then INBOX for the ids found there."""

@@ -129,7 +129,7 @@ def dovecot() -> Iterator[Dovecot]:
 
 
 #: the matrix's other servers by name (Dovecot is the session's own)
-LAUNCHERS = {"cyrus": Cyrus, "courier": Courier, "mailutils": Mailutils}
+LAUNCHERS: dict[str, type[Cyrus | Courier | Mailutils]] = {"cyrus": Cyrus, "courier": Courier, "mailutils": Mailutils}
 
 
 class MatrixServers:

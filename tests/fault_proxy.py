@@ -172,7 +172,8 @@ class FaultProxy:
             side.pending += data
             return None
         if side.mode == "reorder":
-            return self._reorder(side, data)
+            self._reorder(side, data)
+            return None
         fault, end = self._match(side, data)
         if fault is None:
             _send(side.sink, data)
@@ -193,7 +194,8 @@ class FaultProxy:
         if fault.action == "cut":
             return "cut"
         if fault.action == "reorder":
-            return self._reorder(side, rest)
+            self._reorder(side, rest)
+            return None
         side.pending = rest
         return None
 

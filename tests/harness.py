@@ -26,26 +26,37 @@ from dataclasses import dataclass, field
 from email.message import EmailMessage
 from email.utils import format_datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import anyio
 import httpx2
 from imapclient import IMAPClient
 from mcp import Client, StdioServerParameters
+from mcp.client import ClientRequestContext
 from mcp.client.streamable_http import streamable_http_client
-from mcp.types import CallToolResult, ElicitResult, InputRequiredResult, ProgressNotification
+from mcp.types import (
+    CallToolResult,
+    ElicitRequest,
+    ElicitRequestParams,
+    ElicitResult,
+    InputRequiredResult,
+    ProgressNotification,
+)
 
 from imap_mcp.protocol import Guard
 from imap_mcp.sealing import KeyRing
 from imap_mcp.server.app import build_server
 from imap_mcp.server.config import ImapSettings, Secret, Settings, TlsMode
 from imap_mcp.server.demo.dovecot import Dovecot, free_port
+from imap_mcp.server.imap.pool import ImapPool
 
 ANY_USER_PASSWORD = "test-pw-7f3a"
 #: the mailboxes of a seeded account besides INBOX, as Dovecot names them
 SAMPLE_MAILBOXES = ("Projects/Entwürfe", "Projects", "Sent", "Drafts", "Trash", "Junk", "Archive")
 #: the two eras, as the SDK client names them
 MODES = ("legacy", "2026-07-28")
+#: a person's answer to a dialog, as an ElicitResult names it
+Action = Literal["accept", "decline", "cancel"]
 
 #: the sample INBOX, newest first (server/demo/sample_mail.py)
 INBOX_NEWEST_FIRST = [
@@ -111,7 +122,9 @@ class Account:
 
     def on_server(self, args: dict[str, Any]) -> dict[str, Any]:
         """Tool arguments with their mailbox names (`mailbox`, `destination`, `new_name`) as `mailbox` gives them."""
-        named = {key: self.mailbox(args[key]) for key in ("mailbox", "destination", "new_name") if key in args}
+        named: dict[str, str] = {
+            key: self.mailbox(args[key]) for key in ("mailbox", "destination", "new_name") if key in args
+        }
         return {**args, **named}
 
     def quoted(self, text: str) -> str:
@@ -124,7 +137,7 @@ class Account:
     def port_for(self, tls: TlsMode) -> int:
         return self.server.tls_port if tls == "implicit" else self.server.port
 
-    def env(self, tls: TlsMode = "implicit", **extra: str) -> dict[str, str]:
+    def env(self, tls: TlsMode = "implicit", /, **extra: str) -> dict[str, str]:
         """The environment for an imap-mcp process serving this account."""
         env = {k: v for k, v in os.environ.items() if not k.startswith(("IMAP_", "SMTP_")) and k != "ELICITATION"}
         env.update(
@@ -235,7 +248,7 @@ def run_cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]
     )
 
 
-def wait_for_port(port: int, process: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
+def wait_for_port(port: int, process: subprocess.Popen[Any], timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -343,6 +356,14 @@ async def search(client: Client, **arguments: Any) -> dict[str, Any]:
     return structured(await client.call_tool("search_messages", arguments))
 
 
+def dialog_text(result: InputRequiredResult) -> str:
+    """The text of the approval dialog a first round asks a person to answer."""
+    assert result.input_requests is not None
+    approval = result.input_requests["approval"]
+    assert isinstance(approval, ElicitRequest)
+    return approval.params.message
+
+
 async def first_round(client: Client, tool: str, args: dict[str, Any]) -> InputRequiredResult | CallToolResult:
     """A call to a guarded tool, as a 2026-07-28 client makes it: a question (input_required) or a result."""
     return await client.session.call_tool(tool, args, allow_input_required=True)
@@ -356,10 +377,10 @@ async def ask(client: Client, tool: str, args: dict[str, Any]) -> InputRequiredR
 
 
 async def answer(
-    client: Client, tool: str, args: dict[str, Any], state: str | None, action: str = "accept", ticked: bool = True
+    client: Client, tool: str, args: dict[str, Any], state: str | None, action: Action = "accept", ticked: bool = True
 ) -> CallToolResult | InputRequiredResult:
     """The retry carrying the person's answer to the approval form, exactly as a 2026-07-28 client sends it."""
-    response = ElicitResult(action=action, content={"approve": ticked} if action == "accept" else None)  # type: ignore[arg-type]
+    response = ElicitResult(action=action, content={"approve": ticked} if action == "accept" else None)
     return await client.session.call_tool(
         tool, args, allow_input_required=True, input_responses={"approval": response}, request_state=state
     )
@@ -518,16 +539,15 @@ def message_ids(account: Account, mailbox: str) -> list[str]:
 class Person:
     """An elicitation callback: records every dialog it is shown and answers as told."""
 
-    action: str = "accept"
+    action: Action = "accept"
     ticked: bool = True
     shown: list[str] = field(default_factory=list)
 
-    async def __call__(self, context: object, params: object) -> object:
+    async def __call__(self, context: ClientRequestContext, params: ElicitRequestParams) -> ElicitResult:
         from mcp.types import ElicitResult
 
-        self.shown.append(params.message)  # type: ignore[attr-defined]
-        content = {"approve": self.ticked} if self.action == "accept" else None
-        return ElicitResult(action=self.action, content=content)  # type: ignore[arg-type]
+        self.shown.append(params.message)
+        return ElicitResult(action=self.action, content={"approve": self.ticked} if self.action == "accept" else None)
 
 
 def pool_without(
@@ -535,7 +555,7 @@ def pool_without(
     capabilities: tuple[str, ...] = (),
     mailboxes: tuple[str, ...] = (),
     settings: ImapSettings | None = None,
-) -> object:
+) -> ImapPool:
     """A pool whose connections do not see `capabilities` (e.g. MOVE) nor `mailboxes` in LIST (`settings`:
     where it connects, by default straight to the account).
 
@@ -543,7 +563,6 @@ def pool_without(
     without those capabilities (or without a Trash that Dovecot would re-create) would tell it.
     """
     from imap_mcp.server.imap.connection import connect
-    from imap_mcp.server.imap.pool import ImapPool
 
     hidden = {c.upper().encode() for c in capabilities}
     mailboxes = tuple(account.mailbox(name) for name in mailboxes)
@@ -552,7 +571,7 @@ def pool_without(
         client = connect(settings)
         client._cached_capabilities = tuple(c for c in client.capabilities() if c.upper() not in hidden)
         listed = client.list_folders
-        client.list_folders = lambda *a, **k: [f for f in listed(*a, **k) if f[2] not in mailboxes]  # type: ignore[method-assign]
+        client.list_folders = lambda *a, **k: [f for f in listed(*a, **k) if f[2] not in mailboxes]
         return client
 
     return ImapPool(settings or account.imap_settings(), connector=connector)
@@ -594,7 +613,7 @@ async def client_as(url: str, token: str, mode: str = "2026-07-28", **options: A
     """A client (of era `mode`) of the HTTP server at `url` sending `token` as its bearer token."""
     async with (
         httpx2.AsyncClient(headers={"authorization": f"Bearer {token}"}, timeout=60) as http,
-        Client(streamable_http_client(url, http_client=http), mode=mode, **options) as client,  # type: ignore[arg-type]
+        Client(streamable_http_client(url, http_client=http), mode=mode, **options) as client,
     ):
         yield client
 

@@ -30,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from email.message import EmailMessage
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import MISSING, SMTP, AuthResult, Envelope, LoginPassword, Session
@@ -171,7 +171,7 @@ class _OAuthHandler(_Handler):
     async def _initial_response(self, server: SMTP, args: list[str]) -> bytes | None:
         if len(args) == 1:
             answer = await server.challenge_auth("")
-            return None if answer is MISSING else bytes(answer)  # type: ignore[arg-type]
+            return None if answer is MISSING else bytes(answer)
         try:
             return base64.b64decode(args[1], validate=True)
         except binascii.Error:
@@ -186,6 +186,14 @@ class _OAuthHandler(_Handler):
         ending = await server.challenge_auth('{"status":"invalid_token","schemes":"bearer","scope":"mail"}')
         self.owner.oauth_endings.append(ending if isinstance(ending, bytes) else None)
         return AuthResult(success=False, handled=False)
+
+
+class TlsOptions(TypedDict, total=False):
+    """The TLS keywords of CaptureSMTP, as a test parametrizes them."""
+
+    starttls: bool
+    require_starttls: bool
+    implicit_tls: bool
 
 
 class CaptureSMTP:

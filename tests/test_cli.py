@@ -80,7 +80,7 @@ async def test_demo_serves_the_sample_mailbox() -> None:
         assert url == f"http://127.0.0.1:{port}/mcp"
         async with Client(url, mode="2026-07-28") as client:
             result = await client.call_tool("list_mailboxes", {})
-        names = {m["name"]: m["role"] for m in result.structured_content["mailboxes"]}  # type: ignore[index]
+        names = {m["name"]: m["role"] for m in result.structured_content["mailboxes"]}
         assert names["INBOX"] == "inbox" and names["Sent"] == "sent" and names["Archive"] == "archive"
         assert "Projects/Entwürfe" in names
     finally:

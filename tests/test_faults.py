@@ -19,7 +19,7 @@ from fault_proxy import Fault, FaultProxy
 from harness import Account, Person, error_text, message_id_counts, message_ids, pool_without, served, structured
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
-from mcp.types import ElicitResult, InputRequiredResult
+from mcp.types import CallToolResult, ElicitResult, InputRequiredResult, InputResponses, TextContent
 from smtp_capture import SENDER, CaptureSMTP
 
 from imap_mcp.server.app import build_server
@@ -99,7 +99,7 @@ def first_message_ids(account: Account, count: int) -> list[str]:
 
 # --- one approval, one change: concurrent answers, and a replay after a cut ---
 
-YES = {"approval": ElicitResult(action="accept", content={"approve": True})}
+YES: InputResponses = {"approval": ElicitResult(action="accept", content={"approve": True})}
 CONCURRENT = 4
 
 
@@ -114,6 +114,7 @@ async def _answered_at_once(server: MCPServer, tool: str, arguments: dict[str, A
             result = await client.session.call_tool(
                 tool, arguments, allow_input_required=True, input_responses=YES, request_state=asked.request_state
             )
+            assert isinstance(result, CallToolResult) and isinstance(result.content[0], TextContent)
             # an answer that comes after the change ran finds none of the messages left: refused, nothing changed
             refused = result.is_error and "Nothing was changed" in result.content[0].text
             results.append({"status": "refused", "count": 0} if refused else structured(result))
@@ -159,9 +160,9 @@ async def test_without_move_concurrent_answers_move_each_message_once(
     with through_proxy(account) as proxy:
         proxy.inject(Fault(b"] Copy completed", "trickle", interval=0.1, until=b"\r\n"))
         pool = pool_without(account, ("MOVE",), settings=proxied(account, proxy, timeout=30))
-        server = build_server(Settings(imap=pool.settings), pool=pool)  # type: ignore[attr-defined]
+        server = build_server(Settings(imap=pool.settings), pool=pool)
         results = await _answered_at_once(server, tool, {**arguments, "ids": ids})
-        pool.close_all()  # type: ignore[attr-defined]
+        pool.close_all()
     assert _ran_once(results, account)["count"] == 5
     assert census(account) == before  # nothing lost, nothing twice
     assert not set(ids) & set(message_ids(account, "INBOX"))
@@ -184,7 +185,7 @@ async def test_without_move_a_replay_after_a_cut_after_copy_completes_the_move(a
         pool = pool_without(account, ("MOVE",), settings=proxied(account, proxy))
         proxy.inject(Fault(b"] Copy completed", "cut"))
         arguments = {"ids": ids, "destination": "Archive"}
-        settings = Settings(imap=pool.settings)  # type: ignore[attr-defined]
+        settings = Settings(imap=pool.settings)
         async with served(settings, pool=pool, mode="2026-07-28", elicitation_callback=Person()) as client:
             asked = await client.session.call_tool("move_messages", arguments, allow_input_required=True)
             assert isinstance(asked, InputRequiredResult)
@@ -197,7 +198,7 @@ async def test_without_move_a_replay_after_a_cut_after_copy_completes_the_move(a
             assert "lost" in error_text(await answer())
             assert sum(census(account).values()) == sum(before.values()) + 3  # copied, not yet removed from INBOX
             replayed = await _until_not_in_progress(answer)
-        pool.close_all()  # type: ignore[attr-defined]
+        pool.close_all()
     assert replayed["status"] == "done" and replayed["count"] == 3
     assert census(account) == before  # nothing lost, nothing twice
     assert not set(ids) & set(message_ids(account, "INBOX"))
@@ -315,9 +316,9 @@ async def test_census_after_a_fault_and_replays(
     with through_proxy(account) as proxy:
         pool = pool_without(account, hidden, settings=proxied(account, proxy))
         armed = proxy.inject(dataclasses.replace(fault))
-        server = build_server(Settings(imap=pool.settings), pool=pool)  # type: ignore[attr-defined]
+        server = build_server(Settings(imap=pool.settings), pool=pool)
         await _replayed_until_settled(server, tool, {**arguments, "ids": ids})
-        pool.close_all()  # type: ignore[attr-defined]
+        pool.close_all()
     assert armed.fired
     expected = {"moved": before, "copied": before + changed, "deleted": before - changed}[effect]
     assert census(account) == expected

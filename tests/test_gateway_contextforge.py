@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from email.message import EmailMessage
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from gateway.contextforge import PINNED_VERSION, Gateway, run_gateway
 from harness import Account, Person, append_message, http_server, message_ids, seeded_account, served, structured
@@ -66,7 +66,7 @@ async def gateway_client(deployment: Deployment, era: str, person: Person | None
     options: dict[str, Any] = {"elicitation_callback": person} if person else {}
     headers = {"Authorization": f"Bearer {deployment.gateway.token}"}
     async with (
-        httpx.AsyncClient(headers=headers, timeout=60) as http,
+        httpx2.AsyncClient(headers=headers, timeout=60) as http,
         Client(streamable_http_client(deployment.mcp_url, http_client=http), mode=era, **options) as client,
     ):
         yield client

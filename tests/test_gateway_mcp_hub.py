@@ -147,7 +147,7 @@ async def test_delete_messages_takes_the_token_path_through_the_hub(account: Acc
 
 
 async def test_tool_errors_pass_through_and_an_unknown_tool_is_the_hubs_own_error(account: Account, hub: Hub) -> None:
-    bad_calls = [
+    bad_calls: list[tuple[str, dict[str, Any]]] = [
         ("list_mailboxes", {"counts": "not-a-boolean"}),
         ("delete_messages", {"ids": ["not-a-message-id"]}),
     ]

@@ -9,7 +9,7 @@ import stat
 import pytest
 from harness import Account, Person, error_text, message_ids, served, start_dovecot, structured
 from mcp import Client
-from mcp.types import ElicitResult, InputRequiredResult
+from mcp.types import ElicitResult, InputRequiredResult, InputResponses
 
 from imap_mcp.protocol import Guard
 from imap_mcp.sealing import KeyRing
@@ -31,7 +31,7 @@ async def test_an_answer_given_on_a_replica_two_seconds_ahead_runs_on_one_behind
     async with replica(account, NOW + 2) as ahead:
         asked = await ahead.session.call_tool("delete_messages", args, allow_input_required=True)
     assert isinstance(asked, InputRequiredResult)
-    yes = {"approval": ElicitResult(action="accept", content={"approve": True})}
+    yes: InputResponses = {"approval": ElicitResult(action="accept", content={"approve": True})}
     async with replica(account, NOW) as behind:
         done = await behind.session.call_tool(
             "delete_messages", args, allow_input_required=True, input_responses=yes, request_state=asked.request_state

@@ -15,6 +15,7 @@ import anyio
 import httpx
 import pytest
 from harness import Account
+from starlette.types import Message
 
 from imap_mcp.server.app import build_server
 from imap_mcp.server.config import Secret
@@ -151,14 +152,15 @@ async def test_an_oversized_body_is_refused_before_it_is_buffered(
         headers.append((b"mcp-protocol-version", version.encode()))
     if declared:
         headers.append((b"content-length", str(total).encode()))
-    scope = {"type": "http", "method": "POST", "path": "/mcp", "headers": headers, "query_string": b""}
+    scope: dict[str, Any] = {"type": "http", "method": "POST", "path": "/mcp", "headers": headers, "query_string": b""}
     scope.update({"asgi": {"version": "3.0"}, "http_version": "1.1", "scheme": "http", "root_path": ""})
     scope.update({"server": ("127.0.0.1", 9), "client": ("127.0.0.1", 1)})
     mcp = build_server(account.settings())
     app = http_app(mcp, HttpSettings())
-    body, sent = Body(total), []
+    body = Body(total)
+    sent: list[Message] = []
 
-    async def send(message: dict[str, Any]) -> None:
+    async def send(message: Message) -> None:
         sent.append(message)
 
     async with mcp.session_manager.run():

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import pytest
@@ -20,7 +20,7 @@ from harness import http_server, seeded_account, stdio_params
 from mcp import Client
 from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
-from mcp.types import INVALID_REQUEST
+from mcp.types import INVALID_REQUEST, RequestParamsMeta
 
 from imap_mcp.server.demo.dovecot import Dovecot
 
@@ -44,8 +44,10 @@ def reply(response: httpx.Response) -> dict[str, Any]:
     """The JSON-RPC reply from a JSON or an SSE body."""
     if response.headers.get("content-type", "").startswith("text/event-stream"):
         events = [line[5:].strip() for line in response.text.splitlines() if line.startswith("data:")]
-        return [json.loads(e) for e in events if e and ("result" in e or "error" in e)][-1]
-    return response.json()  # type: ignore[no-any-return]
+        replies: list[dict[str, Any]] = [json.loads(e) for e in events if e and ("result" in e or "error" in e)]
+        return replies[-1]
+    answer: dict[str, Any] = response.json()
+    return answer
 
 
 class LegacySession:
@@ -131,7 +133,7 @@ async def test_over_stdio_a_handshake_connection_refuses_the_2026_envelope(dovec
     env = seeded_account(dovecot).env()
     async with Client(stdio_client(stdio_params(env)), mode="legacy") as client:
         with pytest.raises(MCPError) as refused:
-            await client.call_tool("list_mailboxes", {}, meta=COPIED_META)
+            await client.call_tool("list_mailboxes", {}, meta=cast(RequestParamsMeta, COPIED_META))
         assert refused.value.code == INVALID_REQUEST
         assert "handshake protocol era" in refused.value.error.message
         assert not (await client.call_tool("list_mailboxes", {})).is_error  # the connection still serves

@@ -75,7 +75,8 @@ def type_lists(node: object) -> Any:
 
 
 def valid(schema: dict[str, Any], value: object) -> bool:
-    return validator_for(schema)(schema).is_valid(value)
+    is_valid: bool = validator_for(schema)(schema).is_valid(value)
+    return is_valid
 
 
 def test_definitions_are_inlined_and_optional_fields_keep_one_type_per_branch() -> None:

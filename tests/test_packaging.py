@@ -8,7 +8,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _package_dirs() -> dict[str, str]:
+def _package_dirs() -> tuple[dict[str, str], list[str]]:
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
     return config["package-dir"], config["packages"]
 

@@ -34,7 +34,8 @@ WIRE = settings(max_examples=40, deadline=None, suppress_health_check=[HealthChe
 
 
 def _load(name: str) -> dict[str, Any]:
-    return json.loads(files("imap_mcp.spec_fixtures").joinpath("wire", name).read_text())
+    loaded: dict[str, Any] = json.loads(files("imap_mcp.spec_fixtures").joinpath("wire", name).read_text())
+    return loaded
 
 
 EXCHANGES = {name: _load(f"{name}.json") for name in ("discover", "tools-list", "tools-call")}
@@ -69,9 +70,12 @@ def message(response: httpx.Response) -> dict[str, Any]:
     """The JSON-RPC response, from a JSON body or the last data event of an SSE body."""
     if response.headers.get("content-type", "").startswith("text/event-stream"):
         events = [line[5:].strip() for line in response.text.splitlines() if line.startswith("data:")]
-        replies = [json.loads(e) for e in events if e and ("result" in json.loads(e) or "error" in json.loads(e))]
+        replies: list[dict[str, Any]] = [
+            json.loads(e) for e in events if e and ("result" in json.loads(e) or "error" in json.loads(e))
+        ]
         return replies[-1]
-    return response.json()
+    reply: dict[str, Any] = response.json()
+    return reply
 
 
 def assert_error(response: httpx.Response, code: int, request_id: Any) -> dict[str, Any]:
@@ -82,7 +86,8 @@ def assert_error(response: httpx.Response, code: int, request_id: Any) -> dict[s
     assert response.status_code == HTTP_FOR[code], (response.status_code, reply)
     assert reply["id"] == request_id, reply
     assert reply["error"]["code"] in DEFINED_CODES
-    return reply["error"]
+    error: dict[str, Any] = reply["error"]
+    return error
 
 
 def assert_result(response: httpx.Response, request_id: Any) -> dict[str, Any]:
@@ -90,10 +95,11 @@ def assert_result(response: httpx.Response, request_id: Any) -> dict[str, Any]:
     assert response.status_code == 200, (response.status_code, reply)
     assert "result" in reply, reply
     assert reply["id"] == request_id
-    return reply["result"]
+    result: dict[str, Any] = reply["result"]
+    return result
 
 
-def _subset(expected: Any, actual: Any) -> bool:
+def _subset(expected: object, actual: object) -> bool:
     if isinstance(expected, dict):
         return isinstance(actual, dict) and all(k in actual and _subset(v, actual[k]) for k, v in expected.items())
     return expected == actual
@@ -212,7 +218,8 @@ def test_a_routing_header_that_disagrees_with_the_body_is_a_header_mismatch(
     elif data.draw(st.booleans()):
         del headers[target]
     else:
-        headers[target] = data.draw(header_token.filter(lambda v, t=target: v != headers[t]))
+        current = headers[target]
+        headers[target] = data.draw(header_token.filter(lambda v: v != current))
     assert_error(post(client, url, headers, body), -32020, request_id)
 
 

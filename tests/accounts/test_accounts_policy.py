@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from harness import (
@@ -112,7 +113,7 @@ async def test_the_account_policy_over_stdio_and_http(dovecot: Dovecot, tmp_path
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("dialog", [True, False])
 async def test_get_server_info_in_both_eras(empty_account: Account, mode: str, dialog: bool) -> None:
-    options = {"elicitation_callback": Person()} if dialog else {}
+    options: dict[str, Any] = {"elicitation_callback": Person()} if dialog else {}
     async with Client(build_server(empty_account.settings()), mode=mode, **options) as client:
         listed = {tool.name: tool for tool in (await client.list_tools()).tools}
         result = await client.call_tool("get_server_info", {})

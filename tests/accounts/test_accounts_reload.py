@@ -183,20 +183,24 @@ async def test_what_was_approved_for_a_removed_account_runs_nowhere(dovecot: Dov
             question = await as_alice.session.call_tool("delete_messages", by_dialog, allow_input_required=True)
         assert isinstance(question, InputRequiredResult)
         with_token = {**by_token, "confirm_token": asked["confirm_token"]}
-        answer = {"input_responses": YES, "request_state": question.request_state, "allow_input_required": True}
+        state = question.request_state
         write_accounts(accounts_file, {"bob": table(bob, BOB_TOKEN)})
         until("alice's token refused", status_is(url, ALICE_TOKEN, 401), log)
         by_alice = confirm_call(url, ALICE_TOKEN, with_token).status_code
         async with client_as(url, BOB_TOKEN) as as_bob:
             on_bob = error_text(await as_bob.call_tool("delete_messages", with_token))
         async with client_as(url, BOB_TOKEN, elicitation_callback=never_asked) as as_bob:
-            replayed_on_bob = await as_bob.session.call_tool("delete_messages", by_dialog, **answer)
+            replayed_on_bob = await as_bob.session.call_tool(
+                "delete_messages", by_dialog, allow_input_required=True, input_responses=YES, request_state=state
+            )
         write_accounts(accounts_file, {"alice": table(other, ALICE_TOKEN), "bob": table(bob, BOB_TOKEN)})
         until("alice's name served again", status_is(url, ALICE_TOKEN, 200), log)
         async with client_as(url, ALICE_TOKEN) as as_new_alice:
             on_other = error_text(await as_new_alice.call_tool("delete_messages", with_token))
         async with client_as(url, ALICE_TOKEN, elicitation_callback=never_asked) as as_new_alice:
-            replayed_on_other = await as_new_alice.session.call_tool("delete_messages", by_dialog, **answer)
+            replayed_on_other = await as_new_alice.session.call_tool(
+                "delete_messages", by_dialog, allow_input_required=True, input_responses=YES, request_state=state
+            )
     assert asked["status"] == "confirmation_required" and by_alice == 401
     for refused in (on_bob, on_other):
         assert "does not fit this call" in refused and "Nothing was changed" in refused

@@ -30,13 +30,13 @@ from harness import (
 )
 from mcp import Client
 from mcp.shared.exceptions import MCPError
-from mcp.types import ElicitResult, InputRequiredResult
+from mcp.types import ElicitResult, InputRequiredResult, InputResponses
 
 from imap_mcp.server.demo.dovecot import Dovecot
 
 pytestmark = pytest.mark.anyio
 
-YES = {"approval": ElicitResult(action="accept", content={"approve": True})}
+YES: InputResponses = {"approval": ElicitResult(action="accept", content={"approve": True})}
 
 
 def mail(subject: str) -> bytes:
@@ -139,9 +139,13 @@ async def test_an_approval_for_one_account_never_runs_on_another(dovecot: Doveco
         ):
             question = await as_alice.session.call_tool("delete_messages", by_dialog, allow_input_required=True)
             assert isinstance(question, InputRequiredResult)
-            answer = {"input_responses": YES, "request_state": question.request_state, "allow_input_required": True}
-            replayed = await as_bob.session.call_tool("delete_messages", by_dialog, **answer)
-            approved = await as_alice.session.call_tool("delete_messages", by_dialog, **answer)
+            state = question.request_state
+            replayed = await as_bob.session.call_tool(
+                "delete_messages", by_dialog, allow_input_required=True, input_responses=YES, request_state=state
+            )
+            approved = await as_alice.session.call_tool(
+                "delete_messages", by_dialog, allow_input_required=True, input_responses=YES, request_state=state
+            )
     assert asked["status"] == "confirmation_required"
     assert "does not fit this call" in on_bob and "Nothing was changed" in on_bob
     assert isinstance(replayed, InputRequiredResult)  # asked afresh, nothing ran

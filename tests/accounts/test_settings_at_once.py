@@ -115,18 +115,18 @@ class Looked(Mapping[str, str]):
     """A mapping that notes every name looked up in it, found or not."""
 
     def __init__(self, values: Mapping[str, str]) -> None:
-        self.values = dict(values)
+        self.found = dict(values)
         self.looked: set[str] = set()
 
     def __getitem__(self, key: str) -> str:
         self.looked.add(key)
-        return self.values[key]
+        return self.found[key]
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self.values)
+        return iter(self.found)
 
     def __len__(self) -> int:
-        return len(self.values)
+        return len(self.found)
 
 
 @pytest.mark.parametrize(

@@ -24,6 +24,7 @@ from harness import (
     answer,
     append_message,
     ask,
+    dialog_text,
     error_text,
     http_server,
     inbox_uids,
@@ -66,7 +67,7 @@ async def test_a_dialog_answer_acts_on_the_set_asked_about_not_on_mail_that_matc
     args = {"query": QUERY, "permanent": True}
     async with served(account, mode="2026-07-28", elicitation_callback=Person()) as client:
         question = await ask(client, "delete_messages", args)
-        shown = question.input_requests["approval"].params.message  # type: ignore[union-attr]
+        shown = dialog_text(question)
         assert 'Permanently delete 3 messages from "INBOX"?' in shown
         assert f"{asked[0]}:{asked[-1]}" in shown and 'from "query.sender@example.org"' in shown
         assert "only the messages that matched when asked" in shown and "the search criteria" in shown
@@ -131,7 +132,7 @@ async def test_a_query_that_matches_nothing_asks_nobody(account: Account, mode: 
         moved = await client.call_tool("move_messages", {"query": QUERY, "destination": "Archive"})
         flagged = await client.call_tool("set_message_flags", {"query": QUERY, "add": ["\\Flagged"]})
     for result in (deleted, moved):
-        assert result.structured_content["status"] == "nothing_to_do"  # type: ignore[index]
+        assert result.structured_content["status"] == "nothing_to_do"
         assert "Nobody was asked" in result.content[0].text  # type: ignore[union-attr]
     assert structured(flagged)["count"] == 0 and person.shown == []
     assert message_ids(account, "INBOX") == before
@@ -207,8 +208,8 @@ async def progress_of_a_long_change(account: Account, server: Any, mode: str) ->
     bulk(account, count)
     seen: list[tuple[float, float | None, str | None]] = []
 
-    async def progress(done: float, total: float | None, message: str | None) -> None:
-        seen.append((done, total, message))
+    async def progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, total, message))
 
     args = {"query": QUERY, "destination": "Archive", "mode": "copy"}
     notified = ProgressNotifications()
@@ -281,7 +282,7 @@ async def cancel_during_the_second_batch(client: Client, held: Fault, log: Serve
     where the change stopped."""
     first_batch_done = anyio.Event()
 
-    async def progress(done: float, total: float | None, message: str | None) -> None:
+    async def progress(progress: float, total: float | None, message: str | None) -> None:
         first_batch_done.set()
 
     async with anyio.create_task_group() as calling:

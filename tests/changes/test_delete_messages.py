@@ -9,6 +9,7 @@ from typing import Any
 import anyio
 import pytest
 from harness import Account, Person, answer, ask, error_text, message_ids, pool_without, served, structured
+from mcp.types import CallToolResult, TextContent
 
 from imap_mcp.server.demo.sample_mail import sample_messages
 from imap_mcp.server.tools.results import LISTED_IDS_MAX
@@ -30,7 +31,9 @@ def words_of_inbox_mail() -> set[str]:
     return words
 
 
-async def call(account: Account, tool: str, args: dict[str, Any], person: Person | None = None, pool: Any = None):
+async def call(
+    account: Account, tool: str, args: dict[str, Any], person: Person | None = None, pool: Any = None
+) -> CallToolResult:
     options: dict[str, Any] = {"elicitation_callback": person} if person else {}
     async with served(account, pool=pool, mode="2026-07-28", **options) as client:
         return await client.call_tool(tool, args)
@@ -77,7 +80,8 @@ async def test_the_dialog_shows_counts_uids_and_names_but_no_subject_or_body(
     person = Person(action="decline")
     ids = message_ids(account, "INBOX")
     result = await call(account, tool, account.on_server({"ids": ids[:3], **args}), person)
-    assert result.is_error and "declined" in result.content[0].text  # type: ignore[union-attr]
+    assert isinstance(result.content[0], TextContent)
+    assert result.is_error and "declined" in result.content[0].text
     (shown,) = person.shown
     caller = "Supplied by the caller (the AI assistant's request): the "
     for phrase in [*map(account.quoted, expected), "UIDVALIDITY", ": 1:3", caller, account.username]:
@@ -113,8 +117,8 @@ async def test_trash_delete_moves_to_trash_and_returns_the_new_ids(account: Acco
     ids = message_ids(account, "INBOX")
     result = await call(account, "delete_messages", {"ids": ids[:2]}, Person())
     content = result.structured_content
-    assert content["status"] == "done" and content["destination"] == account.mailbox("Trash")  # type: ignore[index]
-    assert content["new_ids"] == message_ids(account, "Trash")  # type: ignore[index]
+    assert content["status"] == "done" and content["destination"] == account.mailbox("Trash")
+    assert content["new_ids"] == message_ids(account, "Trash")
     assert message_ids(account, "INBOX") == ids[2:]
 
 
@@ -126,7 +130,7 @@ async def test_a_permanent_delete_leaves_a_message_another_client_marked_deleted
     other.add_flags([5], [b"\\Deleted"])
     other.logout()
     result = await call(account, "delete_messages", {"ids": ids[:2], "permanent": True}, Person())
-    assert result.structured_content["count"] == 2  # type: ignore[index]
+    assert result.structured_content["count"] == 2
     assert message_ids(account, "INBOX") == ids[2:]
     assert message_ids(account, "Trash") == []
 
@@ -140,9 +144,9 @@ async def test_a_trash_delete_without_move_copies_then_expunges_exactly_those_ui
     other.logout()
     result = await call(account, "delete_messages", {"ids": ids[:2]}, Person(), pool_without(account, ("MOVE",)))
     content = result.structured_content
-    assert content["status"] == "done" and content["count"] == 2  # type: ignore[index]
-    assert content["new_ids"] == message_ids(account, "Trash")  # type: ignore[index]
-    assert len(content["new_ids"]) == 2  # type: ignore[index]
+    assert content["status"] == "done" and content["count"] == 2
+    assert content["new_ids"] == message_ids(account, "Trash")
+    assert len(content["new_ids"]) == 2
     assert message_ids(account, "INBOX") == ids[2:]  # UID 6, marked \Deleted by another client, stays
 
 
@@ -150,7 +154,8 @@ async def test_a_permanent_delete_without_uidplus_is_refused(account: Account) -
     ids = message_ids(account, "INBOX")
     pool = pool_without(account, capabilities=("UIDPLUS",))
     result = await call(account, "delete_messages", {"ids": ids[:1], "permanent": True}, Person(), pool)
-    assert result.is_error and "does not offer UIDPLUS" in result.content[0].text  # type: ignore[union-attr]
+    assert isinstance(result.content[0], TextContent)
+    assert result.is_error and "does not offer UIDPLUS" in result.content[0].text
     assert message_ids(account, "INBOX") == ids
 
 
@@ -161,15 +166,17 @@ async def test_a_trash_delete_without_a_trash_mailbox_is_refused_not_made_perman
     result = await call(
         account, "delete_messages", {"ids": ids[:1]}, person, pool_without(account, mailboxes=("Trash",))
     )
-    assert result.is_error and "no Trash mailbox" in result.content[0].text  # type: ignore[union-attr]
+    assert isinstance(result.content[0], TextContent)
+    assert result.is_error and "no Trash mailbox" in result.content[0].text
     assert person.shown == [] and message_ids(account, "INBOX") == ids
 
 
 @MOVING
 async def test_deleting_from_trash_without_permanent_is_refused(account: Account) -> None:
     trashed = await call(account, "delete_messages", {"ids": message_ids(account, "INBOX")[:1]}, Person())
-    again = await call(account, "delete_messages", {"ids": trashed.structured_content["new_ids"]}, Person())  # type: ignore[index]
-    assert again.is_error and account.quoted("already in 'Trash'") in again.content[0].text  # type: ignore[union-attr]
+    again = await call(account, "delete_messages", {"ids": trashed.structured_content["new_ids"]}, Person())
+    assert isinstance(again.content[0], TextContent)
+    assert again.is_error and account.quoted("already in 'Trash'") in again.content[0].text
 
 
 async def test_a_stale_id_is_refused_before_anyone_is_asked(account: Account) -> None:
@@ -187,14 +194,16 @@ async def test_a_stale_id_is_refused_before_anyone_is_asked(account: Account) ->
     direct.logout()
     person = Person()
     result = await call(account, "delete_messages", {"ids": ids, "permanent": True}, person)
-    assert result.is_error and "stale" in result.content[0].text  # type: ignore[union-attr]
+    assert isinstance(result.content[0], TextContent)
+    assert result.is_error and "stale" in result.content[0].text
     assert person.shown == [] and len(message_ids(account, "Archive")) == 1
 
 
 async def test_ids_of_two_mailboxes_are_refused(account: Account) -> None:
     ids = message_ids(account, "INBOX")[:1] + message_ids(account, "Archive")
     result = await call(account, "delete_messages", {"ids": ids}, Person())
-    assert result.is_error and "more than one mailbox" in result.content[0].text  # type: ignore[union-attr]
+    assert isinstance(result.content[0], TextContent)
+    assert result.is_error and "more than one mailbox" in result.content[0].text
 
 
 @MOVING
@@ -210,11 +219,12 @@ async def test_fifty_thousand_ids_of_which_two_exist_ask_about_two_and_report_th
     result = await call(account, "delete_messages", {"ids": unknown + existing, "permanent": True}, person)
     content = result.structured_content
     assert len(person.shown) == 1 and "Permanently delete 2 messages" in person.shown[0]
-    assert content["count"] == 2 and content["ids"] == existing  # type: ignore[index]
+    assert content["count"] == 2 and content["ids"] == existing
     # bounded for a model: the first ids, the exact count, and the rest as UID ranges
-    assert content["missing_ids"] == unknown[:LISTED_IDS_MAX] and content["missing_count"] == len(unknown)  # type: ignore[index]
-    assert "at the UIDs 1000:50997:" in content["rest"]  # type: ignore[index]
-    assert len(result.content[0].text) + len(json.dumps(content)) < 20_000  # type: ignore[union-attr]
+    assert content["missing_ids"] == unknown[:LISTED_IDS_MAX] and content["missing_count"] == len(unknown)
+    assert "at the UIDs 1000:50997:" in content["rest"]
+    assert isinstance(result.content[0], TextContent)
+    assert len(result.content[0].text) + len(json.dumps(content)) < 20_000
 
 
 @MOVING
@@ -233,6 +243,7 @@ async def test_the_token_answers_to_fifty_thousand_ids_are_bounded_too(account: 
         content = structured(result)
         assert content["missing_ids"] == unknown[:LISTED_IDS_MAX] and content["missing_count"] == len(unknown)
         assert "at the UIDs 1000:50997:" in content["rest"]
+        assert isinstance(result.content[0], TextContent)
         assert len(result.content[0].text) + len(json.dumps(content)) < 20_000
     assert not set(existing) & set(message_ids(account, "INBOX"))
 

@@ -14,7 +14,7 @@ async def test_a_draft_lands_in_drafts_flagged_draft(account: Account) -> None:
     args = {"to": ["Bob <bob@example.net>"], "cc": ["carol@example.com"], "subject": "Plan", "body": "Hi Bob"}
     async with served(account, mode="2026-07-28") as client:
         result = await client.call_tool("save_draft", args)
-    draft_id = result.structured_content["id"]  # type: ignore[index]
+    draft_id = result.structured_content["id"]
     assert draft_id == message_ids(account, "Drafts")[-1]
     direct = account.imap()
     direct.select_folder(account.mailbox("Drafts"), readonly=True)

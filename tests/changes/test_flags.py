@@ -26,7 +26,7 @@ async def test_flags_and_keywords_are_added_and_removed(account: Account) -> Non
     ids = message_ids(account, "INBOX")
     async with served(account) as client:
         added = await client.call_tool("set_message_flags", {"ids": ids[2:3], "add": ["\\seen", "\\Flagged", "Work"]})
-        assert added.structured_content["added"] == ["\\Seen", "\\Flagged", "Work"]  # type: ignore[index]
+        assert added.structured_content["added"] == ["\\Seen", "\\Flagged", "Work"]
         assert {b"\\Seen", b"\\Flagged", b"Work"} <= flags_of(account, 3)
         await client.call_tool("set_message_flags", {"ids": ids[2:3], "remove": ["\\Seen"]})
     assert b"\\Seen" not in flags_of(account, 3)
@@ -58,10 +58,10 @@ async def test_flags_on_many_ids_change_those_that_exist_and_report_the_rest_mis
     async with served(account) as client:
         result = await client.call_tool("set_message_flags", {"ids": unknown + existing, "add": ["\\Flagged"]})
     content = result.structured_content
-    assert content["ids"] == existing  # type: ignore[index]
+    assert content["ids"] == existing
     # bounded for a model: the first ids, the exact count, and the rest as UID ranges
-    assert content["missing_ids"] == unknown[:LISTED_IDS_MAX] and content["missing_count"] == len(unknown)  # type: ignore[index]
-    assert content["rest"] == "missing UIDs in 'INBOX': 1000:20999."  # type: ignore[index]
+    assert content["missing_ids"] == unknown[:LISTED_IDS_MAX] and content["missing_count"] == len(unknown)
+    assert content["rest"] == "missing UIDs in 'INBOX': 1000:20999."
     assert len(result.content[0].text) + len(json.dumps(content)) < 20_000  # type: ignore[union-attr]
     assert b"\\Flagged" in flags_of(account, 1)
 

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from harness import Account, Person, error_text, message_ids, pool_without, served, start_dovecot
 from harness import new_account as fresh_account
+from mcp.types import TextContent
 
 from imap_mcp.server.demo.sample_mail import seed
 from imap_mcp.server.imap.message_ids import MessageRef
@@ -80,6 +81,7 @@ async def test_a_server_with_neither_move_nor_uidplus_refuses_a_move_but_copies(
         person = Person()
         async with served(account, mode="legacy", elicitation_callback=person) as client:
             not_trashed = await client.call_tool("delete_messages", {"ids": ids[:1]})
+        assert isinstance(not_trashed.content[0], TextContent)
         said = not_trashed.content[0].text
         assert not_trashed.is_error and "neither MOVE nor UIDPLUS" in said and "Nothing was changed" in said
         assert "delete them with another mail client" in said and person.shown == []
@@ -141,6 +143,7 @@ async def test_a_move_or_copy_into_the_same_mailbox_is_refused_before_anyone_is_
     person = Person()
     async with served(account, mode="legacy", elicitation_callback=person) as client:
         itself = await client.call_tool("move_messages", {"ids": ids[:1], "destination": destination, "mode": mode})
+    assert isinstance(itself.content[0], TextContent)
     assert itself.is_error and "already in 'INBOX'" in itself.content[0].text
     assert "choose another destination" in itself.content[0].text and person.shown == []
     assert message_ids(account, "INBOX") == ids
@@ -162,7 +165,7 @@ async def test_a_copy_whose_messages_are_all_in_the_destination_is_answered_with
     args = account.on_server({"ids": ids, "destination": "Archive", "mode": "copy"})
     first, again = Person(), Person()
     async with served(account, mode=mode, elicitation_callback=first) as client:
-        assert (await client.call_tool("move_messages", args)).structured_content["count"] == 2  # type: ignore[index]
+        assert (await client.call_tool("move_messages", args)).structured_content["count"] == 2
     archived = message_ids(account, "Archive")
     async with served(account, mode=mode, elicitation_callback=again) as client:
         repeated = await client.call_tool("move_messages", args)
@@ -171,7 +174,8 @@ async def test_a_copy_whose_messages_are_all_in_the_destination_is_answered_with
     assert len(first.shown) == 1 and again.shown == []
     for result in (repeated, without_dialog):
         content = result.structured_content
-        assert not result.is_error and content["status"] == "nothing_to_do"  # type: ignore[index]
-        assert content["already_present_ids"] == ids and content["confirm_token"] is None  # type: ignore[index]
+        assert not result.is_error and content["status"] == "nothing_to_do"
+        assert content["already_present_ids"] == ids and content["confirm_token"] is None
+        assert isinstance(result.content[0], TextContent)
         assert "Nobody was asked" in result.content[0].text
     assert message_ids(account, "Archive") == archived

@@ -169,7 +169,8 @@ def _list_2026(url: str, method: str) -> dict[str, Any]:
     body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {"_meta": meta}}
     response = httpx.post(url, json=body, headers=headers, timeout=10)
     response.raise_for_status()
-    return response.json()["result"]
+    result: dict[str, Any] = response.json()["result"]
+    return result
 
 
 @pytest.mark.parametrize("kind", sorted(FIXTURE_NAMES))

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from harness import Account, error_text, message_ids, served, structured
-from hostile_mail import messages
+from hostile.hostile_mail import messages
 from hypothesis import HealthCheck, given, settings
 from mcp import Client
 

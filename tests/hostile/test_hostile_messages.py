@@ -14,13 +14,14 @@ from typing import Any
 
 import pytest
 from harness import Account, error_text, message_ids, search, served, structured
-from hostile_mail import many_addresses
+from hostile.hostile_mail import many_addresses
 from mcp import Client
+from mcp.types import BlobResourceContents, EmbeddedResource
 
 from imap_mcp.server.imap.message_ids import decode_id
 from imap_mcp.server.imap.pool import ImapPool
 from imap_mcp.server.reading import reader
-from imap_mcp.server.reading.html_text import Converted
+from imap_mcp.server.reading.html_text import Converted, convert_html
 
 pytestmark = pytest.mark.anyio
 
@@ -180,7 +181,12 @@ async def test_a_connection_left_in_the_middle_of_a_response_is_closed_not_reuse
 
     with pytest.raises(RuntimeError):
         await pool.run(interrupted)
-    folders = await pool.run(lambda client: (used.append(client), client.list_folders())[1])
+
+    def listed(client: Any) -> Any:
+        used.append(client)
+        return client.list_folders()
+
+    folders = await pool.run(listed)
     assert used[1] is not used[0], "the connection with an unread answer went back to the pool"
     assert {name for _, _, name in folders} >= {"INBOX", "Archive"}
     assert pool.opened == 2
@@ -211,7 +217,8 @@ async def test_deeply_nested_html_converts_to_text_linear_in_its_size(account: A
 )
 async def test_an_id_is_accepted_in_exactly_the_spelling_a_tool_returned(account: Account, uid_text: str) -> None:
     """Other digits were read as aliases of the id (Arabic-Indic 7 as 7), or raised an uncaught ValueError (²)."""
-    (seventh,) = [i for i in message_ids(account, "INBOX") if decode_id(i).uid == 7] or [None]
+    matching: list[str | None] = [i for i in message_ids(account, "INBOX") if decode_id(i).uid == 7]
+    (seventh,) = matching or [None]
     assert seventh is not None
     alias = seventh.rsplit(".", 1)[0] + "." + uid_text
     async with served(account) as client:
@@ -238,7 +245,9 @@ async def test_broken_base64_in_an_encoded_word_and_in_an_attachment_is_read_len
         assert message["headers"]["subject"] == "=?utf-8?B?UnalUeAIPAOYvJ7UkGQeK?="
         result = await client.call_tool("get_attachments", {"id": hostile_id})
         assert structured(result)["delivered"][0]["size"] == len(b"helloworld")
-        assert result.content[1].resource.blob == base64.b64encode(b"helloworld").decode()
+        attachment = result.content[1]
+        assert isinstance(attachment, EmbeddedResource) and isinstance(attachment.resource, BlobResourceContents)
+        assert attachment.resource.blob == base64.b64encode(b"helloworld").decode()
         await assert_still_reads_the_ordinary_message(client, ordinary_id)
 
 
@@ -248,7 +257,7 @@ async def test_html_is_converted_after_the_connection_went_back_to_the_pool(
     """Four slow HTML mails occupied every pooled connection while they were converted."""
     pool = ImapPool(account.imap_settings(), max_size=1)
     slot_free_while_converting: list[bool] = []
-    convert = reader.convert_html
+    convert = convert_html  # the function reader.py imported, before it is replaced there
 
     def watched(html: str) -> Converted:
         free = pool._slots.acquire(blocking=False)  # the pool's only connection slot

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 from harness import Account, append_message, error_text, mailbox_names, served, structured
+from hostile.untrusted_mail import CASES, CORRESPONDENT, TRUSTED, Case, mail
 from mcp import Client
-from untrusted_mail import CASES, CORRESPONDENT, TRUSTED, Case, mail
 
 from imap_mcp.server.config import Settings
 from imap_mcp.server.reading import lookalikes

@@ -89,7 +89,7 @@ def expunge_newest(account: Account) -> int:
     other = account.imap()
     try:
         other.select_folder("INBOX")
-        uid = max(other.search(["ALL"]))
+        uid: int = max(other.search(["ALL"]))
         other.add_flags([uid], [b"\\Deleted"])
         other.uid_expunge([uid])
         return uid

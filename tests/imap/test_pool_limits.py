@@ -38,7 +38,7 @@ class Watched:
             self.closed.set()
             return logout()
 
-        client.logout = recorded_logout  # type: ignore[method-assign]
+        client.logout = recorded_logout
         self.clients.append(client)
         return client
 

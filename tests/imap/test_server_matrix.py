@@ -58,7 +58,7 @@ def pool_seeing(
                     if name not in unlisted
                 ]
 
-            client.list_folders = without_roles  # type: ignore[method-assign]
+            client.list_folders = without_roles
         return client
 
     return ImapPool(account.imap_settings(), connector=connector)

@@ -72,7 +72,9 @@ async def test_inline_quotes_the_text_and_keeps_the_attachments(
     assert "Subject: Photos from Zürich\n" in text
     assert "> the photos from Zürich.\n> .\n> A line with only a dot above.\n" in text
     [photo] = message.iter_attachments()
-    assert photo.get_filename() == "zürich.jpg" and sha(photo.get_payload(decode=True)) == sha(PHOTO)
+    payload = photo.get_payload(decode=True)
+    assert isinstance(payload, bytes)
+    assert photo.get_filename() == "zürich.jpg" and sha(payload) == sha(PHOTO)
     assert result["forwarded"] == (b"$Forwarded" in flags_of(account, message_id))
     if not result["forwarded"]:
         assert any("$Forwarded" in problem for problem in result["problems"]), result["problems"]

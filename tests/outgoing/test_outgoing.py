@@ -9,12 +9,12 @@ from email.headerregistry import Address
 
 import pytest
 
+from imap_mcp.server.errors import OutgoingError
 from imap_mcp.server.outgoing.compose import (
     MAX_RECIPIENTS,
     AddressError,
     Draft,
     HeaderInjection,
-    OutgoingError,
     build_message,
     check_subject,
     describe_for_approval,

@@ -6,7 +6,8 @@ from email.headerregistry import Address
 
 import pytest
 
-from imap_mcp.server.outgoing.compose import OutgoingError, describe_for_approval
+from imap_mcp.server.errors import OutgoingError
+from imap_mcp.server.outgoing.compose import describe_for_approval
 from imap_mcp.server.outgoing.reply import parse_original, reply_draft, reply_recipients, reply_subject
 from imap_mcp.server.outgoing.send_once import Outgoing
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from email.parser import BytesHeaderParser
 from email.policy import compat32
+from typing import Any
 
 import pytest
 from harness import MODES, Account, Person, append_message, error_text, served, structured
-from mcp.types import ElicitResult, InputRequiredResult
+from mcp.types import ElicitResult, InputRequiredResult, InputResponses
 from smtp_capture import CaptureSMTP
 
 from imap_mcp.server.config import load_settings
@@ -123,11 +124,11 @@ async def test_a_replayed_approved_reply_sends_nothing_more(
 ) -> None:
     ref, _, _ = original_of(account, "Team lunch on Friday?")
     arguments = {"id": ref.id, "body": "Yes, noon is fine.\n"}
-    yes = {"approval": ElicitResult(action="accept", content={"approve": True})}
+    yes: InputResponses = {"approval": ElicitResult(action="accept", content={"approve": True})}
     async with served(load_settings(sending_env), mode="2026-07-28", elicitation_callback=Person()) as c:
         asked = await c.session.call_tool("reply_to_message", arguments, allow_input_required=True)
         assert isinstance(asked, InputRequiredResult)
-        retry = {"input_responses": yes, "request_state": asked.request_state}
+        retry: dict[str, Any] = {"input_responses": yes, "request_state": asked.request_state}
         reply_all = await c.session.call_tool(
             "reply_to_message", {**arguments, "reply_all": True}, **retry, allow_input_required=True
         )

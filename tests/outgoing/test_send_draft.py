@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from harness import Account, Person, append_message, error_text, message_ids, served, structured
+from harness import Account, Person, append_message, dialog_text, error_text, message_ids, served, structured
 from mcp import Client
-from mcp.types import ElicitResult, InputRequiredResult
+from mcp.types import ElicitResult, InputRequiredResult, InputResponses
 from smtp_capture import SENDER, CaptureSMTP
 from test_reply_to_message import flags_of, original_of
 
@@ -22,7 +22,7 @@ from imap_mcp.server.imap.message_ids import MessageRef, decode_id
 
 pytestmark = [pytest.mark.anyio, pytest.mark.matrix]
 
-YES = {"approval": ElicitResult(action="accept", content={"approve": True})}
+YES: InputResponses = {"approval": ElicitResult(action="accept", content={"approve": True})}
 BODY = "Monday works for me too.\n"
 
 
@@ -74,7 +74,7 @@ async def test_a_reply_draft_is_sent_once_leaves_drafts_is_filed_and_answers_the
     assert "carol@example.com" in message["Cc"] and "demo@example.org" not in (message["To"] + message["Cc"])
     assert (saved["id"] in drafts(account)) is not removable
     assert b"\\Answered" in flags_of(account, ref)
-    question = asked.input_requests["approval"].params.message  # type: ignore[union-attr]
+    question = dialog_text(asked)
     assert "Send the draft" in question and "Subject, as the draft says" in question and BODY.strip() not in question
 
 
@@ -114,7 +114,7 @@ async def test_a_draft_edited_after_the_question_is_asked_about_again(
         )
     assert "no longer in" in error_text(gone) and "Nothing was sent" in error_text(gone)
     assert isinstance(fresh, InputRequiredResult)  # the answer to the old question does not cover it
-    assert "mallory@attacker.example" in fresh.input_requests["approval"].params.message  # type: ignore[union-attr]
+    assert "mallory@attacker.example" in dialog_text(fresh)
     assert smtp.messages == []
 
 

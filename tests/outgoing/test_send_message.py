@@ -10,7 +10,7 @@ import anyio
 import pytest
 from harness import MODES, Account, Person, error_text, pool_without, served, stdio_params, structured
 from mcp import Client
-from mcp.types import CallToolResult, ElicitResult, InputRequiredResult
+from mcp.types import CallToolResult, ElicitResult, InputRequiredResult, InputResponses
 from smtp_capture import SENDER, CaptureSMTP, Gate
 
 from imap_mcp.server.config import Settings, load_settings
@@ -26,7 +26,7 @@ MESSAGE: dict[str, Any] = {
     "subject": "Lunch on Friday",
     "body": BODY,
 }
-YES = {"approval": ElicitResult(action="accept", content={"approve": True})}
+YES: InputResponses = {"approval": ElicitResult(action="accept", content={"approve": True})}
 #: what every Message-ID imap-mcp makes for SENDER contains (a HEADER search matches substrings)
 OURS = ".imap-mcp@example.org>"
 CONCURRENT = 3
@@ -83,6 +83,7 @@ async def test_a_changed_recipient_after_approval_asks_again(sending_env: dict[s
     async with served(load_settings(sending_env), mode="2026-07-28", elicitation_callback=Person()) as c:
         asked = await c.session.call_tool("send_message", MESSAGE, allow_input_required=True)
         assert isinstance(asked, InputRequiredResult)
+        changed: dict[str, Any]
         for changed in ({"to": ["mallory@attacker.example"]}, {"bcc": []}, {"subject": "Lunch?"}, {"body": BODY + "!"}):
             retried = await c.session.call_tool(
                 "send_message",
@@ -101,7 +102,7 @@ async def test_a_replayed_approved_retry_sends_nothing_more(
     async with served(load_settings(sending_env), mode="2026-07-28", elicitation_callback=Person()) as c:
         asked = await c.session.call_tool("send_message", MESSAGE, allow_input_required=True)
         assert isinstance(asked, InputRequiredResult)
-        retry = {"input_responses": YES, "request_state": asked.request_state}
+        retry: dict[str, Any] = {"input_responses": YES, "request_state": asked.request_state}
         first = structured(await c.session.call_tool("send_message", MESSAGE, **retry))
         again = structured(await c.session.call_tool("send_message", MESSAGE, **retry))
     assert (first["status"], again["status"]) == ("sent", "already_sent")
@@ -137,7 +138,9 @@ async def test_without_a_dialog_the_token_sends_once_and_a_replay_sends_nothing_
     assert len(smtp.messages) == 1
 
 
-async def _at_once(gate: Gate, call: Callable[[], Awaitable[CallToolResult]]) -> list[dict[str, Any]]:
+async def _at_once(
+    gate: Gate, call: Callable[[], Awaitable[CallToolResult | InputRequiredResult]]
+) -> list[dict[str, Any]]:
     """`call` made CONCURRENT times at the same time; each result once it has returned."""
     results: list[dict[str, Any]] = []
 
@@ -214,7 +217,7 @@ async def test_a_failed_send_leaves_no_copy_in_sent_and_a_retry_of_the_approval_
         async with served(settings, mode="2026-07-28", elicitation_callback=Person()) as c:
             asked = await c.session.call_tool("send_message", MESSAGE, allow_input_required=True)
             assert isinstance(asked, InputRequiredResult)
-            retry = {"input_responses": YES, "request_state": asked.request_state}
+            retry: dict[str, Any] = {"input_responses": YES, "request_state": asked.request_state}
             failed = await c.session.call_tool("send_message", MESSAGE, **retry)
             assert "did not take the message (451" in error_text(failed)
             assert sent_copies(OURS) == [] and flaky.messages == []

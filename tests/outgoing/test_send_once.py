@@ -20,7 +20,7 @@ from fault_proxy import Fault, FaultProxy
 from harness import Account, Person, error_text, http_server, served, structured
 from keyword_dropping import KeywordDroppingServer
 from mcp import Client
-from mcp.types import CallToolResult, ElicitResult, InputRequiredResult
+from mcp.types import CallToolResult, ElicitResult, InputRequiredResult, InputResponses
 from postgres import PrivatePostgres
 from smtp_capture import SENDER, CaptureSMTP, Gate
 
@@ -29,7 +29,7 @@ from imap_mcp.server.config import Settings, load_settings
 pytestmark = pytest.mark.anyio
 
 MESSAGE: dict[str, Any] = {"to": ["alice@example.com"], "subject": "Lunch on Friday", "body": "Friday at noon?\n"}
-YES = {"approval": ElicitResult(action="accept", content={"approve": True})}
+YES: InputResponses = {"approval": ElicitResult(action="accept", content={"approve": True})}
 #: IMAP_TIMEOUT in these tests: an attempt `running` for twice this long is taken for dead
 TIMEOUT = 1.0
 #: what the old record relied on: a Sent copy marked with these keywords was an attempt in flight

@@ -6,9 +6,9 @@ import datetime as dt
 from email.headerregistry import Address
 
 import pytest
-from smtp_capture import CaptureSMTP
+from smtp_capture import CaptureSMTP, TlsOptions
 
-from imap_mcp.server.config import SmtpSettings, load_settings
+from imap_mcp.server.config import Secret, SmtpSettings, load_settings
 from imap_mcp.server.demo.dovecot import free_port
 from imap_mcp.server.outgoing.compose import Draft, build_message, parse_recipients
 from imap_mcp.server.outgoing.smtp import SendFailed, send
@@ -48,7 +48,7 @@ def _send(settings: SmtpSettings) -> dict[str, str]:
         pytest.param({"implicit_tls": True}, id="implicit"),
     ],
 )
-def test_a_message_is_delivered_with_auth_in_every_tls_mode(options: dict[str, bool]) -> None:
+def test_a_message_is_delivered_with_auth_in_every_tls_mode(options: TlsOptions) -> None:
     with CaptureSMTP(auth=LOGIN, **options) as smtp:
         assert _send(_settings(smtp)) == {}
     [message], [envelope] = smtp.messages, smtp.envelopes
@@ -121,7 +121,7 @@ def test_a_refused_message_reports_the_servers_answer() -> None:
 def test_an_unreachable_server_names_host_and_port() -> None:
     port = free_port()
     settings = SmtpSettings(
-        host="127.0.0.1", port=port, username="u", password=LOGIN[1], sender="s@example.org", tls="none"
-    )  # type: ignore[arg-type]
+        host="127.0.0.1", port=port, username="u", password=Secret(LOGIN[1]), sender="s@example.org", tls="none"
+    )
     with pytest.raises(SendFailed, match=f"Cannot send through the SMTP server 127.0.0.1:{port}.*SMTP_HOST"):
         _send(settings)

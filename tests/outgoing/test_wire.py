@@ -31,7 +31,9 @@ def test_a_streamed_attachment_is_written_exactly_as_the_email_package_writes_it
     attach(streamed, file)
     written = _message()
     written.add_attachment(data, maintype="application", subtype="octet-stream", filename="data.bin")
-    written.set_boundary(streamed.get_boundary())
+    boundary = streamed.get_boundary()
+    assert boundary is not None
+    written.set_boundary(boundary)
     wire = Wire(streamed, [file.payload])
     expected = written.as_bytes(policy=SMTP)
     assert wire.whole() == expected

@@ -95,7 +95,7 @@ def mailbox_questions(source: str, destination: str) -> dict[str, str]:
     """Every mailbox dialog (and the rename summary, which the token path shows) for these names."""
     questions = {}
     for operation in ("trash", "delete_permanently", "move", "copy"):
-        plan = PlannedMessageChange(operation, "alice@example.org", source, 7, (1, 2, 5), destination, 9)  # type: ignore[arg-type]
+        plan = PlannedMessageChange(operation, "alice@example.org", source, 7, (1, 2, 5), destination, 9)
         questions[operation] = message_change_request("tool", plan).question
     deletion = PlannedFolderChange("delete_mailbox", "alice@example.org", source, 7, uidnext=4, messages=3)
     questions["delete_mailbox"] = delete_mailbox_request("manage_mailbox", deletion).question

@@ -47,7 +47,7 @@ class Run:
         shown_before = len(self.person.shown) if self.person else 0
         result = await self.client.call_tool(tool, args)
         assert not result.is_error, result.content
-        content = result.structured_content
+        content: dict[str, Any] | None = result.structured_content
         assert content is not None
         if self.dialog:
             assert self.person is not None and len(self.person.shown) == shown_before + 1
@@ -59,8 +59,9 @@ class Run:
     async def token_second_call(self, tool: str, args: dict[str, Any], token: str) -> dict[str, Any]:
         done = await self.client.call_tool(tool, {**args, "confirm_token": token})
         assert not done.is_error, done.content
-        assert done.structured_content["approved_by"] == "token"  # type: ignore[index]
-        return done.structured_content  # type: ignore[return-value]
+        assert done.structured_content["approved_by"] == "token"
+        content: dict[str, Any] = done.structured_content
+        return content
 
     async def unasked(self, tool: str, args: dict[str, Any]) -> dict[str, Any]:
         shown_before = len(self.person.shown) if self.person else 0
@@ -68,9 +69,10 @@ class Run:
         assert not result.is_error, result.content
         assert (
             "confirm_token" not in (result.structured_content or {}) or not result.structured_content["confirm_token"]
-        )  # type: ignore[index]
+        )
         assert (len(self.person.shown) if self.person else 0) == shown_before
-        return result.structured_content  # type: ignore[return-value]
+        content: dict[str, Any] = result.structured_content
+        return content
 
 
 def expected_dialog(mode: str, has_person: bool, elicitation: bool) -> str | None:
@@ -90,9 +92,9 @@ async def exercise_every_tool(run: Run, account: Account) -> None:
     rename = {"action": "rename", "mailbox": "Matrix", "new_name": "Matrix2"}
     shown_before = len(run.person.shown) if run.person else 0
     first = await run.client.call_tool("manage_mailbox", rename)
-    assert first.structured_content["status"] == "confirmation_required"  # type: ignore[index]
+    assert first.structured_content["status"] == "confirmation_required"
     assert "can be undone" in first.content[0].text  # type: ignore[union-attr]
-    await run.token_second_call("manage_mailbox", rename, first.structured_content["confirm_token"])  # type: ignore[index]
+    await run.token_second_call("manage_mailbox", rename, first.structured_content["confirm_token"])
     assert (len(run.person.shown) if run.person else 0) == shown_before
     assert (await run.guarded("manage_mailbox", {"action": "delete", "mailbox": "Matrix2"}))["status"] == "done"
     flags = await run.unasked("set_message_flags", {"ids": inbox[4:5], "add": ["\\Flagged", "Work"]})
@@ -112,7 +114,7 @@ async def test_in_process_every_tool_asks_as_the_table_says(
     settings = dataclasses.replace(account.settings(), elicitation=elicitation)
     person = Person() if has_person else None
     options: dict[str, Any] = {"elicitation_callback": person} if person else {}
-    async with served(settings, mode=mode, **options) as client:  # type: ignore[arg-type]
+    async with served(settings, mode=mode, **options) as client:
         await exercise_every_tool(Run(client, person, expected_dialog(mode, has_person, elicitation)), account)
 
 
@@ -123,7 +125,7 @@ MATRIX_IDS = [f"{mode}-{'person' if p else 'no elicitation'}-ELICITATION={str(e)
 async def exercise_over(target: Any, account: Account, mode: str, person: Person | None, dialog: str | None) -> None:
     """Connect to a running server (stdio parameters or an HTTP URL) and call every changing tool."""
     options: dict[str, Any] = {"elicitation_callback": person} if person else {}
-    async with Client(target, mode=mode, **options) as client:  # type: ignore[arg-type]
+    async with Client(target, mode=mode, **options) as client:
         await exercise_every_tool(Run(client, person, dialog), account)
 
 

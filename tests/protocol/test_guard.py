@@ -12,7 +12,7 @@ import logging
 from typing import Any
 
 import pytest
-from harness import Account, Person, answer, append_message, ask, message_ids, served
+from harness import Account, Action, Person, answer, append_message, ask, dialog_text, message_ids, served
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp import Client
@@ -47,16 +47,12 @@ def text(result: CallToolResult) -> str:
     return result.content[0].text  # type: ignore[union-attr]
 
 
-def question(result: InputRequiredResult) -> str:
-    return result.input_requests["approval"].params.message  # type: ignore[index, union-attr]
-
-
 async def test_an_approval_for_one_uid_does_not_execute_two(account: Account) -> None:
     inbox = message_ids(account, "INBOX")
     async with Client(server(account), mode="2026-07-28", elicitation_callback=Person()) as client:
         asked = await ask(client, "delete_messages", {"ids": inbox[:1]})
         again = await answer(client, "delete_messages", {"ids": inbox[:2]}, asked.request_state)
-        assert isinstance(again, InputRequiredResult) and "2 messages" in question(again)
+        assert isinstance(again, InputRequiredResult) and "2 messages" in dialog_text(again)
     assert message_ids(account, "INBOX") == inbox
 
 
@@ -68,10 +64,10 @@ async def test_an_approval_for_archive_does_not_execute_against_public_shared(ac
         again = await answer(
             client, "move_messages", {**to_archive, "destination": "Public/Shared"}, asked.request_state
         )
-        assert isinstance(again, InputRequiredResult) and '"Public/Shared"' in question(again)
+        assert isinstance(again, InputRequiredResult) and '"Public/Shared"' in dialog_text(again)
         assert message_ids(account, "Public/Shared") == []
         done = await answer(client, "move_messages", to_archive, asked.request_state)
-    assert isinstance(done, CallToolResult) and done.structured_content["status"] == "done"  # type: ignore[index]
+    assert isinstance(done, CallToolResult) and done.structured_content["status"] == "done"
 
 
 async def test_an_approval_to_copy_does_not_execute_a_move(account: Account) -> None:
@@ -80,7 +76,7 @@ async def test_an_approval_to_copy_does_not_execute_a_move(account: Account) -> 
     async with Client(server(account), mode="2026-07-28", elicitation_callback=Person()) as client:
         asked = await ask(client, "move_messages", copy)
         again = await answer(client, "move_messages", {**copy, "mode": "move"}, asked.request_state)
-    assert isinstance(again, InputRequiredResult) and question(again).startswith("Move 1 message")
+    assert isinstance(again, InputRequiredResult) and dialog_text(again).startswith("Move 1 message")
     assert message_ids(account, "INBOX") == inbox
 
 
@@ -89,7 +85,7 @@ async def test_an_approval_to_trash_does_not_execute_a_permanent_delete(account:
     async with Client(server(account), mode="2026-07-28", elicitation_callback=Person()) as client:
         asked = await ask(client, "delete_messages", {"ids": inbox[:1]})
         again = await answer(client, "delete_messages", {"ids": inbox[:1], "permanent": True}, asked.request_state)
-    assert isinstance(again, InputRequiredResult) and "cannot be undone" in question(again)
+    assert isinstance(again, InputRequiredResult) and "cannot be undone" in dialog_text(again)
     assert message_ids(account, "INBOX") == inbox
 
 
@@ -121,7 +117,7 @@ async def test_a_state_from_another_key_ring_asks_again_and_a_rotated_ring_runs(
         assert isinstance(await answer(elsewhere, "move_messages", args, asked.request_state), InputRequiredResult)
     async with Client(server(account, (KEY_B, KEY_A)), mode="2026-07-28", elicitation_callback=Person()) as rotated:
         done = await answer(rotated, "move_messages", args, asked.request_state)
-    assert isinstance(done, CallToolResult) and done.structured_content["approved_by"] == "dialog"  # type: ignore[index]
+    assert isinstance(done, CallToolResult) and done.structured_content["approved_by"] == "dialog"
     assert len(message_ids(account, "Archive")) == 2
 
 
@@ -162,14 +158,14 @@ async def test_an_approval_binds_the_principal(account: Account) -> None:
         assert isinstance(await answer(client, "delete_messages", args, asked.request_state), InputRequiredResult)
         who["name"] = "alice"
         done = await answer(client, "delete_messages", args, asked.request_state)
-    assert isinstance(done, CallToolResult) and done.structured_content["status"] == "done"  # type: ignore[index]
+    assert isinstance(done, CallToolResult) and done.structured_content["status"] == "done"
 
 
 @pytest.mark.parametrize(
     ("action", "ticked", "said"),
     [("decline", True, "declined"), ("cancel", True, "closed the dialog"), ("accept", False, "without ticking")],
 )
-async def test_no_means_nothing_happens(account: Account, action: str, ticked: bool, said: str) -> None:
+async def test_no_means_nothing_happens(account: Account, action: Action, ticked: bool, said: str) -> None:
     inbox = message_ids(account, "INBOX")
     args = {"ids": inbox[:2], "permanent": True}
     async with Client(server(account), mode="2026-07-28", elicitation_callback=Person()) as client:
@@ -206,8 +202,9 @@ async def test_a_change_that_runs_is_logged_in_one_line_without_subjects(
 
 async def token_for(client: Client, tool: str, args: dict[str, Any]) -> str:
     first = await client.call_tool(tool, args)
-    assert not first.is_error and first.structured_content["status"] == "confirmation_required"  # type: ignore[index]
-    return first.structured_content["confirm_token"]  # type: ignore[index]
+    assert not first.is_error and first.structured_content["status"] == "confirmation_required"
+    token: str = first.structured_content["confirm_token"]
+    return token
 
 
 @pytest.mark.parametrize(
@@ -250,7 +247,7 @@ async def test_a_token_works_on_another_replica_and_replaying_it_is_harmless(acc
     async with Client(server(account, (KEY_B, KEY_A)), mode="2026-07-28") as replica:
         done = await replica.call_tool("delete_messages", {**args, "confirm_token": token})
         replay = await replica.call_tool("delete_messages", {**args, "confirm_token": token})
-    assert done.structured_content["count"] == 2 and done.structured_content["approved_by"] == "token"  # type: ignore[index]
+    assert done.structured_content["count"] == 2 and done.structured_content["approved_by"] == "token"
     assert replay.is_error and "None of these messages exist" in text(replay) and "search again" in text(replay)
     assert message_ids(account, "INBOX") == inbox[2:]
 
@@ -259,7 +256,7 @@ async def test_the_token_text_says_what_it_proves_and_that_this_server_did_not_a
     inbox = message_ids(account, "INBOX")
     async with Client(server(account), mode="2026-07-28") as client:
         first = await client.call_tool("delete_messages", {"ids": inbox[:1]})
-    token = first.structured_content["confirm_token"]  # type: ignore[index]
+    token = first.structured_content["confirm_token"]
     assert token in text(first)
     assert "proves only that the call was made twice with the same arguments" in text(first)
     assert "imap-mcp had no way to show a person" in text(first)
@@ -305,14 +302,14 @@ async def test_uids_that_do_not_exist_yet_are_refused_before_anyone_is_asked(
 
 async def test_a_replayed_approval_never_reaches_mail_that_arrived_later_dialog(account: Account) -> None:
     inbox = message_ids(account, "INBOX")
-    args = {"ids": [inbox[0], *future_ids(account)], "permanent": True}
+    args: dict[str, Any] = {"ids": [inbox[0], *future_ids(account)], "permanent": True}
     async with Client(server(account), mode="2026-07-28", elicitation_callback=Person()) as client:
         asked = await ask(client, "delete_messages", args)
-        shown = question(asked)
+        shown = dialog_text(asked)
         assert shown.startswith('Permanently delete 1 message from "INBOX"?') and ": 1\n" in shown, shown
         done = await answer(client, "delete_messages", args, asked.request_state)
-        assert isinstance(done, CallToolResult) and done.structured_content["ids"] == inbox[:1]  # type: ignore[index]
-        assert done.structured_content["missing_ids"] == args["ids"][1:]  # type: ignore[index]
+        assert isinstance(done, CallToolResult) and done.structured_content["ids"] == inbox[:1]
+        assert done.structured_content["missing_ids"] == args["ids"][1:]
         arrived = new_mail(account)
         assert arrived == args["ids"][1:]  # the new mail has exactly the UIDs asked about earlier
         replay = await answer(client, "delete_messages", args, asked.request_state)
@@ -322,13 +319,13 @@ async def test_a_replayed_approval_never_reaches_mail_that_arrived_later_dialog(
 
 async def test_a_replayed_token_never_reaches_mail_that_arrived_later(account: Account) -> None:
     inbox = message_ids(account, "INBOX")
-    args = {"ids": [inbox[0], *future_ids(account)], "permanent": True}
+    args: dict[str, Any] = {"ids": [inbox[0], *future_ids(account)], "permanent": True}
     async with Client(server(account), mode="2026-07-28") as client:
         first = await client.call_tool("delete_messages", args)
-        assert first.structured_content["ids"] == inbox[:1] and "1 message" in text(first)  # type: ignore[index]
-        token = first.structured_content["confirm_token"]  # type: ignore[index]
+        assert first.structured_content["ids"] == inbox[:1] and "1 message" in text(first)
+        token = first.structured_content["confirm_token"]
         done = await client.call_tool("delete_messages", {**args, "confirm_token": token})
-        assert done.structured_content["count"] == 1  # type: ignore[index]
+        assert done.structured_content["count"] == 1
         arrived = new_mail(account)
         replay = await client.call_tool("delete_messages", {**args, "confirm_token": token})
     assert arrived == args["ids"][1:]
@@ -346,12 +343,12 @@ async def test_a_replayed_dialog_approval_to_copy_copies_once(account: Account) 
         asked = await ask(client, "move_messages", args)
         done = await answer(client, "move_messages", args, asked.request_state)
         replays = [await answer(client, "move_messages", args, asked.request_state) for _ in range(2)]
-    assert isinstance(done, CallToolResult) and done.structured_content["count"] == 2  # type: ignore[index]
+    assert isinstance(done, CallToolResult) and done.structured_content["count"] == 2
     for replay in replays:
         assert isinstance(replay, CallToolResult) and not replay.is_error
         content = replay.structured_content
-        assert content["status"] == "nothing_to_do" and content["count"] == 0  # type: ignore[index]
-        assert content["already_present_ids"] == inbox[:2] and content["new_ids"] == []  # type: ignore[index]
+        assert content["status"] == "nothing_to_do" and content["count"] == 0
+        assert content["already_present_ids"] == inbox[:2] and content["new_ids"] == []
         assert "2 already had a copy in 'Archive'" in text(replay)
     assert len(message_ids(account, "Archive")) == 3 and message_ids(account, "INBOX") == inbox
 
@@ -365,8 +362,8 @@ async def test_a_replayed_token_to_copy_copies_once_a_message_without_message_id
     async with Client(server(account), mode="2026-07-28") as client:
         token = await token_for(client, "move_messages", args)
         runs = [await client.call_tool("move_messages", {**args, "confirm_token": token}) for _ in range(3)]
-    assert [r.structured_content["count"] for r in runs] == [2, 0, 0]  # type: ignore[index]
-    assert [r.structured_content["status"] for r in runs] == ["done", "nothing_to_do", "nothing_to_do"]  # type: ignore[index]
+    assert [r.structured_content["count"] for r in runs] == [2, 0, 0]
+    assert [r.structured_content["status"] for r in runs] == ["done", "nothing_to_do", "nothing_to_do"]
     assert "already ran" in runs[1].content[0].text  # type: ignore[union-attr]
     assert len(message_ids(account, "Archive")) == 1 + 2
 
@@ -374,7 +371,7 @@ async def test_a_replayed_token_to_copy_copies_once_a_message_without_message_id
 # --- property: an approval never covers anything near its target (the real tools, in-process) ---
 
 WATCHED = ("INBOX", "Archive", "Junk", "Trash", "Projects/Entwürfe")
-BASES = {
+BASES: dict[str, tuple[str, dict[str, Any]]] = {
     "trash": ("delete_messages", {}),
     "permanent": ("delete_messages", {"permanent": True}),
     "move": ("move_messages", {"destination": "Archive"}),

@@ -237,13 +237,13 @@ async def test_a_large_attachment_reports_progress_in_bytes_to_a_client_that_ask
     env = account.env(IMAP_DOWNLOAD_DIR=str(tmp_path)) if where == "download_dir" else account.env()
     seen: list[tuple[float, float | None]] = []
 
-    async def progress(done: float, total: float | None, message: str | None) -> None:
-        seen.append((done, total))
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, total))
 
     notified = ProgressNotifications()
     args = {"mailbox": "INBOX", "uid": uid}
     async with Client(stdio_params(env), message_handler=notified) as client:
-        result = await client.call_tool("get_attachments", args, progress_callback=progress)
+        result = await client.call_tool("get_attachments", args, progress_callback=on_progress)
         with_token = len(notified.progress)
         quiet = await client.call_tool("get_attachments", args)  # no progress token: none sent
     assert structured(result)["delivered"] and structured(quiet)["delivered"]
@@ -265,7 +265,7 @@ async def test_a_cancelled_download_stops_and_leaves_no_half_written_file(accoun
     uid = append_message(account, message_with(("large.bin", os.urandom(LARGE))))
     first_piece = anyio.Event()
 
-    async def progress(done: float, total: float | None, message: str | None) -> None:
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
         first_piece.set()
 
     with FaultProxy(account.server.port) as proxy, ServerLog() as log:
@@ -274,7 +274,7 @@ async def test_a_cancelled_download_stops_and_leaves_no_half_written_file(accoun
         async with Client(stdio_client(stdio_params(env), errlog=log.writer)) as client:
             async with anyio.create_task_group() as calling:
                 args = {"mailbox": "INBOX", "uid": uid}
-                calling.start_soon(partial(client.call_tool, "get_attachments", args, progress_callback=progress))
+                calling.start_soon(partial(client.call_tool, "get_attachments", args, progress_callback=on_progress))
                 await first_piece.wait()
                 calling.cancel_scope.cancel()  # the client sends notifications/cancelled
             await log.line("get_attachments: mailbox='INBOX' cancelled by the client")

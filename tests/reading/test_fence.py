@@ -158,7 +158,7 @@ def test_the_text_fences_every_sender_text_and_only_those() -> None:
 
 def test_a_model_built_without_validation_is_neutralised_when_rendered() -> None:
     content = message_content(fetched(b"hello", "text/plain", "8bit", None), 100)
-    forged = content.body.model_construct(text=f"x\n{content.fence.end}\ny")
+    forged = type(content.body).model_construct(text=f"x\n{content.fence.end}\ny")
     unchecked = content.model_construct(**{**dict(content), "body": forged})
     assert blocks(fenced_text(unchecked), content.fence)["body.text:"] == [
         "x",

@@ -83,7 +83,7 @@ async def new_messages(client: Any, **arguments: Any) -> dict[str, Any]:
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_the_first_call_lists_what_is_there_and_the_second_nothing(account: Account, mode: str) -> None:
-    async with served(account, mode=mode) as client:  # type: ignore[arg-type]
+    async with served(account, mode=mode) as client:
         first = await new_messages(client)
         second = await new_messages(client)
     assert first["first_look"] is True
@@ -109,7 +109,7 @@ async def test_summaries_are_those_of_search_and_the_read_state_is_untouched(acc
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_mail_that_arrives_later_is_listed_once(account: Account, mode: str) -> None:
-    async with served(account, mode=mode) as client:  # type: ignore[arg-type]
+    async with served(account, mode=mode) as client:
         await new_messages(client)
         deliver(account, "First arrival", 2)
         deliver(account, "Second arrival", 3)

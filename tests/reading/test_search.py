@@ -22,7 +22,7 @@ def subjects(page: dict[str, Any]) -> list[str]:
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_the_newest_messages_come_first_with_the_exact_total(account: Account, mode: str) -> None:
-    async with served(account, mode=mode) as client:  # type: ignore[arg-type]
+    async with served(account, mode=mode) as client:
         page = await search(client, limit=3)
     assert page["total"] == 9
     assert subjects(page) == INBOX_NEWEST_FIRST[:3]

@@ -6,6 +6,7 @@ import datetime as dt
 import functools
 import random
 from array import array
+from typing import Any
 
 import pytest
 from harness import Account, append_message, plain_mail, served, structured
@@ -23,9 +24,9 @@ pytestmark = pytest.mark.anyio
 
 
 def page(
-    client: IMAPClient, cache: OrderCache | None, summaries: SummaryCache | None = None, **query: object
+    client: IMAPClient, cache: OrderCache | None, summaries: SummaryCache | None = None, **query: Any
 ) -> tuple[int, list[int]]:
-    result = search_page(client, examine(client, "INBOX"), SearchQuery(**query), cache, summaries)  # type: ignore[arg-type]
+    result = search_page(client, examine(client, "INBOX"), SearchQuery(**query), cache, summaries)
     return result.total, [m.uid for m in result.messages]
 
 
@@ -84,7 +85,7 @@ async def test_the_tool_reflects_a_change_between_two_identical_searches(account
 
 
 #: searches the interleaving test keeps comparing: everything, content only, flags only, both
-INTERLEAVED_QUERIES: list[dict[str, object]] = [
+INTERLEAVED_QUERIES: list[dict[str, Any]] = [
     {},
     {"sender": "zoe"},
     {"unread_only": True},
@@ -146,7 +147,7 @@ def test_random_interleavings_of_changes_and_searches_match_a_fresh_search(
         for step in range(STEPS[account.server_name] * len(INTERLEAVED_QUERIES)):
             query = rng.choice(INTERLEAVED_QUERIES)
             cached = page(client, cache, summaries, limit=100, **query)
-            assert cached == page(client, None, limit=100, **query), (seed, step, query)  # type: ignore[arg-type]
+            assert cached == page(client, None, limit=100, **query), (seed, step, query)
             if rng.random() < CHANGE_RATE:
                 _random_step(rng, other, clock)
         asked_server = vanished_and_changed(client, 1, "1:*")
@@ -174,7 +175,7 @@ def test_random_interleavings_on_a_kept_examined_mailbox_match_a_fresh_search(ac
             query = rng.choice(INTERLEAVED_QUERIES)
             search = functools.partial(
                 search_page, query=SearchQuery(limit=100, **query), cache=cache, summaries=summaries
-            )  # type: ignore[arg-type]
+            )
             kept = pool.run_sync(InMailbox("INBOX", search))
             expected = page(fresh, None, limit=100, **query)
             assert (kept.total, [m.uid for m in kept.messages]) == expected, (seed, step, query)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from harness import Account, append_message, plain_mail
@@ -43,12 +44,12 @@ def ordering(client: IMAPClient) -> list[bytes]:
     return [] if client.has_capability("SORT") else [b"(INTERNALDATE)"]
 
 
-def without_recent(listed: list[dict[str, object]]) -> list[dict[str, object]]:
+def without_recent(listed: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """`listed` without `\\Recent`, which a session sees only until it opens the mailbox again."""
-    return [{**summary, "flags": [f for f in summary["flags"] if f != "\\Recent"]} for summary in listed]  # type: ignore[attr-defined]
+    return [{**summary, "flags": [f for f in summary["flags"] if f != "\\Recent"]} for summary in listed]
 
 
-def summaries(client: IMAPClient, cache: SummaryCache, **query: object) -> list[dict[str, object]]:
+def summaries(client: IMAPClient, cache: SummaryCache, **query: Any) -> list[dict[str, Any]]:
     return [message.model_dump() for message in inbox_page(client, cache=cache, **query).messages]
 
 
@@ -102,9 +103,9 @@ def test_a_page_overlapping_a_shown_one_fetches_the_summaries_of_the_rest_only(
 
 
 def inbox_page(
-    client: IMAPClient, order: OrderCache | None = None, cache: SummaryCache | None = None, **query: object
+    client: IMAPClient, order: OrderCache | None = None, cache: SummaryCache | None = None, **query: Any
 ) -> SearchPage:
-    return search_page(client, examine(client, "INBOX"), SearchQuery(**query), order, cache)  # type: ignore[arg-type]
+    return search_page(client, examine(client, "INBOX"), SearchQuery(**query), order, cache)
 
 
 def newest_date(page: SearchPage) -> dt.datetime:

@@ -177,7 +177,7 @@ async def test_the_conversation_comes_back_exactly_and_in_order_from_each_of_its
     assert [entry["id"] for entry in alone["messages"]] == [talk.unrelated] and alone["total"] == 1
     assert found["mailboxes"][:1] == [decode_id(start).mailbox]
     assert {empty_account.mailbox(name) for name in ("INBOX", "Sent", "Archive")} <= set(found["mailboxes"])
-    pool.close_all()  # type: ignore[attr-defined]
+    pool.close_all()
 
 
 @pytest.mark.servers("dovecot", "cyrus", "courier", reason="servers offering THREAD=REFERENCES")

@@ -16,7 +16,7 @@ import pytest
 from harness import served, structured
 from hypothesis import given
 from hypothesis import strategies as st
-from mcp.types import ElicitResult, InputRequiredResult
+from mcp.types import ElicitResult, InputRequiredResult, InputResponses
 from smtp_capture import SENDER, CaptureSMTP
 
 from imap_mcp.sealing import CLOCK_SKEW, BadSeal, Claim, KeyRing, Sealer, SealError, SealExpired
@@ -130,7 +130,7 @@ def test_a_replica_whose_clock_is_a_little_behind_accepts_a_fresh_seal() -> None
 # --- the census: every spelling of a real approval, against aiosmtpd and Dovecot ---
 
 MESSAGE: dict[str, Any] = {"to": ["alice@example.com"], "subject": "One approval", "body": "Sent once.\n"}
-YES = {"approval": ElicitResult(action="accept", content={"approve": True})}
+YES: InputResponses = {"approval": ElicitResult(action="accept", content={"approve": True})}
 
 
 def sent_mailbox_census(account: Any) -> list[str]:
@@ -185,11 +185,18 @@ async def test_every_spelling_of_one_approved_state_sends_one_message(account: A
         async with served(settings, mode="2026-07-28", elicitation_callback=lambda *_: None) as client:
             asked = await client.session.call_tool("send_message", MESSAGE, allow_input_required=True)
             assert isinstance(asked, InputRequiredResult) and asked.request_state
-            retry = {"input_responses": YES, "allow_input_required": True}
-            sent = await client.session.call_tool("send_message", MESSAGE, request_state=asked.request_state, **retry)
+            sent = await client.session.call_tool(
+                "send_message",
+                MESSAGE,
+                allow_input_required=True,
+                input_responses=YES,
+                request_state=asked.request_state,
+            )
             outcomes = []
             for variant in state_spellings(asked.request_state):
-                result = await client.session.call_tool("send_message", MESSAGE, request_state=variant, **retry)
+                result = await client.session.call_tool(
+                    "send_message", MESSAGE, allow_input_required=True, input_responses=YES, request_state=variant
+                )
                 outcomes.append(
                     "asked again" if isinstance(result, InputRequiredResult) else structured(result)["status"]
                 )

@@ -87,7 +87,7 @@ def test_done_and_unconfirmed_rows_hold_every_later_attempt_back(ledger: Ledger,
     for state in ("done", "unconfirmed"):
         key = approval_key("acct", "send_message", state)
         first = ledger.begin(key, "acct", "send_message", STALE)
-        assert first.holder is not None and ledger.advance(key, first.holder, state)  # type: ignore[arg-type]
+        assert first.holder is not None and ledger.advance(key, first.holder, state)
         clock.now += 100 * STALE
         again = ledger.begin(key, "acct", "send_message", STALE)
         assert not again.owned and again.entry is not None and again.entry.state == state

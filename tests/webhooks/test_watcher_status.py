@@ -72,6 +72,7 @@ async def test_a_running_watcher_is_reported_with_when_it_last_heard_from_the_ma
     operator.wait_until_watching()
     running = heard_from(operator)
     assert running.state == "active" and running.watcher_running is True and running.message is None
+    assert running.last_heard_at is not None
     heard = dt.datetime.fromisoformat(running.last_heard_at)
     assert heard <= dt.datetime.now(dt.UTC)
     shown = operator.run("webhook", "show").stdout
