@@ -47,6 +47,7 @@ from ..reading.attachments import (
     message_attachments,
     write_part,
 )
+from ..reading.body_choice import BodyFormat
 from ..reading.fence import fenced_result, fenced_text
 from ..reading.lookalikes import SentDomains
 from ..reading.new_messages import NewMessages, list_new
@@ -199,10 +200,12 @@ def register_get_message(mcp: MCPServer, pool: ImapPool, judging: Judging) -> No
         mcp,
         "get_message",
         description=(
-            "Read one message: its headers, its text (HTML converted to text when there is no plain-text part, "
-            "hidden text removed, links as text <target>, no image loaded; cut at max_chars, saying so), its "
-            "attachment list, the receiving server's SPF/DKIM/DMARC verdicts (trusted only when configured) and "
-            "warnings with reasons. Does not mark the message as read." + FENCED
+            "Read one message: its headers, its text (HTML converted to text: hidden text removed, links as "
+            "text <target>, no image loaded; cut at max_chars, saying so), its attachment list, the receiving "
+            "server's SPF/DKIM/DMARC verdicts (trusted only when configured) and warnings with reasons. "
+            "body_format auto returns the plain-text part unless it is only a stub for the HTML (such as a "
+            "'view this email in your browser' line), and then the HTML as text; alternatives and chosen_because "
+            "say which parts there are and why this one. Does not mark the message as read." + FENCED
         ),
     )
     async def get_message(
@@ -210,6 +213,14 @@ def register_get_message(mcp: MCPServer, pool: ImapPool, judging: Judging) -> No
         max_chars: Annotated[
             int, Field(ge=1, le=MAX_MAX_CHARS, description="Longest body text to return, in characters.")
         ] = DEFAULT_MAX_CHARS,
+        body_format: Annotated[
+            BodyFormat,
+            Field(
+                description="auto: the plain text, or the HTML as text where the plain text is a stub; text: the "
+                "plain-text part; html: the HTML converted to text. A message without the part asked for gives "
+                "the other (chosen_because: fallback)."
+            ),
+        ] = "auto",
         mailbox: DeprecatedMailbox = None,
         uid: DeprecatedUid = None,
     ) -> Annotated[CallToolResult, MessageContent]:
@@ -218,7 +229,7 @@ def register_get_message(mcp: MCPServer, pool: ImapPool, judging: Judging) -> No
             pool,
             target,
             lambda client, examined: (
-                fetch_message(client, examined, target, max_chars),
+                fetch_message(client, examined, target, max_chars, body_format),
                 judging.sent.is_current(client),
             ),
         )
