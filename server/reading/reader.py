@@ -136,6 +136,11 @@ class BodyAlternative(BaseModel):
     model_config = {"populate_by_name": True}
 
 
+class ThreadCount(BaseModel):
+    count: int = Field(description="Messages in this message's conversation, as get_thread counts them (its total).")
+    complete: bool = Field(description="False when one of get_thread's bounds stopped the search: there may be more.")
+
+
 class MessageContent(Fenced):
     id: str
     uid: int
@@ -152,6 +157,7 @@ class MessageContent(Fenced):
         description="The text parts the message offers, each the whole body: text/plain, text/html or both."
     )
     chosen_because: ChosenBecause = Field(description=CHOSEN_BECAUSE)
+    thread: ThreadCount | None = Field(default=None, description="With include_thread_count: its conversation's size.")
     truncated: bool = Field(description="True when the body was cut at max_chars.")
     full_length: int = Field(
         description="Length of the whole body in characters (an estimate when full_length_exact is false)."

@@ -1,4 +1,5 @@
-"""get_message's body_format (auto, text, html), its stub detection and bounds; is_draft on summaries.
+"""get_message's body_format (auto, text, html), its stub detection and bounds; is_draft on summaries;
+include_thread_count, counted as get_thread counts.
 
 A newsletter's plain-text part that only says "view this email in your browser" stands in for its HTML:
 auto returns the HTML as text. A short real message beside its HTML copy is no stub. Deciding never
@@ -17,7 +18,7 @@ from typing import Any
 import pytest
 from command_log import CommandLog
 from harness import Account, append_message, served, structured
-from test_threads import thread
+from test_threads import spread_conversation, thread
 
 from imap_mcp.server.config import Settings
 from imap_mcp.server.imap.pool import ImapPool
@@ -289,3 +290,19 @@ async def test_summaries_say_which_messages_are_drafts(account: Account) -> None
     assert all(m["is_draft"] is ("\\Draft" in m["flags"]) for m in drafts["messages"])
     assert inbox["messages"] and not any(m["is_draft"] for m in inbox["messages"])
     assert [m["is_draft"] for m in conversation["messages"]] == [True]
+
+
+@pytest.mark.matrix
+@EVERY_SERVER
+async def test_the_thread_count_is_get_threads_total(empty_account: Account) -> None:
+    talk = spread_conversation(empty_account)
+    async with served(empty_account) as client:
+        counted = {start: await read(client, start, include_thread_count=True) for start in talk.every_id}
+        totals = {start: (await thread(client, start))["total"] for start in talk.every_id}
+        alone = await read(client, talk.unrelated, include_thread_count=True)
+        without = await read(client, talk.messages[0][0])
+    assert {start: found["thread"] for start, found in counted.items()} == {
+        start: {"count": total, "complete": True} for start, total in totals.items()
+    }
+    assert set(totals.values()) == {6}
+    assert alone["thread"] == {"count": 1, "complete": True} and without["thread"] is None
