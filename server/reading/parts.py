@@ -1,9 +1,10 @@
 """A message's MIME structure, read from IMAP BODYSTRUCTURE without downloading the message.
 
 `parse_structure` turns imapclient's BODYSTRUCTURE into `Part`s (leaves, with IMAP part ids such
-as "1" or "2.1"). `body_part` picks the part a person would read (text/plain or text/html),
-`attachments` lists the rest. `decode_body` turns the raw (possibly partial) bytes of a part into
-text, and `decoded_stream` decodes a part fetched in pieces, so neither ever needs the whole message.
+as "1" or "2.1"). `body_alternatives` finds the parts a person would read (text/plain, text/html, or
+both as the choices of a multipart/alternative), `body_part` picks one of them, `attachments` lists
+the rest. `decode_body` turns the raw (possibly partial) bytes of a part into text, and
+`decoded_stream` decodes a part fetched in pieces, so neither ever needs the whole message.
 """
 
 from __future__ import annotations
@@ -157,26 +158,35 @@ def leaves(node: Node) -> Iterator[Part]:
 READABLE_TYPES = ("text/plain", "text/html")
 
 
-def _first_readable(children: tuple[Node, ...]) -> Part | None:
-    return next((found for found in map(body_part, children) if found is not None), None)
+def body_alternatives(node: Node) -> tuple[Part, ...]:
+    """The text parts that are each the whole body a person would read, in the message's order: one, or the
+    text/plain and text/html choices of a multipart/alternative (the first of each type); () when there is none.
 
-
-def body_part(node: Node) -> Part | None:
-    """The text part a person would read: text/plain or text/html (converted to text), not an attachment.
-
-    Only the choices of a multipart/alternative are equivalent, so only there is plain text
-    preferred over HTML. In multipart/mixed the first readable part, of either type, is the body:
-    an HTML message with a plain-text footer (as mailing lists add) shows the HTML, not the footer.
-    Any other multipart (related, signed, …) is read through its first part, its root.
+    Only the choices of a multipart/alternative are equivalent. In multipart/mixed the first part that
+    has a readable body is the body: an HTML message with a plain-text footer (as mailing lists add)
+    shows the HTML, not the footer. Any other multipart (related, signed, …) is read through its first
+    part, its root.
     """
     if node.part is not None:
         part = node.part
-        return part if part.content_type in READABLE_TYPES and not part.is_attachment else None
+        return (part,) if part.content_type in READABLE_TYPES and not part.is_attachment else ()
     if node.subtype == "alternative":
         choices = [found for found in map(body_part, node.children) if found is not None]
-        plain = [part for part in choices if part.content_type == "text/plain"]
-        return next(iter(plain or choices), None)
-    return _first_readable(node.children if node.subtype == "mixed" else node.children[:1])
+        first_of_each = {part.content_type: part for part in reversed(choices)}
+        return tuple(part for part in choices if first_of_each[part.content_type] is part)
+    children = node.children if node.subtype == "mixed" else node.children[:1]
+    return next((found for found in map(body_alternatives, children) if found), ())
+
+
+def preferred(alternatives: tuple[Part, ...]) -> Part | None:
+    """Of equivalent text parts, the plain text, else the first."""
+    return next((part for part in alternatives if part.content_type == "text/plain"), next(iter(alternatives), None))
+
+
+def body_part(node: Node) -> Part | None:
+    """The text part a person would read: text/plain or text/html (converted to text), not an attachment; of a
+    multipart/alternative's choices the plain text (`body_alternatives`)."""
+    return preferred(body_alternatives(node))
 
 
 def attachments(node: Node) -> list[Part]:

@@ -2,7 +2,8 @@
 
 It never marks the message read (every fetch is BODY.PEEK on an EXAMINEd mailbox) and never
 downloads the whole message: BODYSTRUCTURE and a few header fields come first, then only the
-chosen text part, and of that only as many bytes as `max_chars` characters can need.
+text part `body_format` chooses (`body_choice`), and of that only as many bytes as `max_chars`
+characters can need; where the plain text may be a stub, it and the start of the HTML in one FETCH.
 `fetch_message` does the IMAP part (on a pooled connection); `message_content` the rest (HTML
 to text, cutting, judging), which needs no connection and so is run after the connection is given back.
 
@@ -37,6 +38,7 @@ from .authentication import (
     authentication,
     results_headers,
 )
+from .body_choice import CHOSEN_BECAUSE, BodyFormat, ChosenBecause, is_stub, plan
 from .fence import Fenced, SenderBlock, SenderLine, imitates_fence
 from .html_text import Converted, convert_html
 from .invisible import without_invisible
@@ -44,10 +46,9 @@ from .parts import (
     Node,
     Part,
     attachments,
-    body_part,
+    body_alternatives,
     decode_body,
     decode_words,
-    fetch_budget,
     parse_structure,
 )
 from .warnings import (
@@ -126,14 +127,37 @@ class Removed(BaseModel):
     tracking_pixels: int = Field(description="Tiny remote images (tracking pixels), dropped (never loaded).")
 
 
+class BodyAlternative(BaseModel):
+    """One text part that is the whole body (a message may offer it as plain text and as HTML)."""
+
+    content_type: str = Field(alias="type", description="text/plain or text/html.")
+    size: int = Field(description="Approximate size in bytes once decoded.")
+
+    model_config = {"populate_by_name": True}
+
+
+class ThreadCount(BaseModel):
+    count: int = Field(description="Messages in this message's conversation, as get_thread counts them (its total).")
+    complete: bool = Field(description="False when one of get_thread's bounds stopped the search: there may be more.")
+
+
 class MessageContent(Fenced):
     id: str
     uid: int
     mailbox: str
     flags: list[str]
     headers: Headers
-    body: SenderText = Field(description="The plain-text body (HTML converted to text when there is no text part).")
-    body_format: str = Field(description="'text/plain', 'text/html' (converted), or 'none' when there is no text.")
+    body: SenderText = Field(
+        description="The text a person reads: the plain-text part or the HTML converted to text, as body_format says."
+    )
+    body_format: str = Field(
+        description="Which text part body is: 'text/plain', 'text/html' (converted), or 'none' when there is no text."
+    )
+    alternatives: list[BodyAlternative] = Field(
+        description="The text parts the message offers, each the whole body: text/plain, text/html or both."
+    )
+    chosen_because: ChosenBecause = Field(description=CHOSEN_BECAUSE)
+    thread: ThreadCount | None = Field(default=None, description="With include_thread_count: its conversation's size.")
     truncated: bool = Field(description="True when the body was cut at max_chars.")
     full_length: int = Field(
         description="Length of the whole body in characters (an estimate when full_length_exact is false)."
@@ -249,15 +273,25 @@ class FetchedText:
     fetched: int  #: bytes of the part fetched
 
 
-def fetch_text(client: Session, uid: int, part: Part, max_chars: int) -> FetchedText:
-    """The start of one text part, as many bytes of it as `max_chars` characters can need, decoded."""
-    budget = fetch_budget(part, max_chars)
-    complete = budget >= part.size
-    item = f"BODY.PEEK[{part.part_id}]" if complete else f"BODY.PEEK[{part.part_id}]<0.{budget}>"
-    data = fetch(client, [uid], [item]).get(uid, {})
-    return FetchedText(
-        part, decode_body(_section(data, f"BODY[{part.part_id}]".encode()), part, complete), complete, budget
-    )
+def _part_item(part: Part, budget: int) -> str:
+    """The FETCH item for the first `budget` bytes of `part` (all of it when that is its size or more)."""
+    return f"BODY.PEEK[{part.part_id}]" if budget >= part.size else f"BODY.PEEK[{part.part_id}]<0.{budget}>"
+
+
+def _part_section(data: dict[bytes, Any], part: Part) -> bytes:
+    """The fetched bytes of `part` (`BODY[2]` or `BODY[2]<0>`, never those of part 2.1 or 21)."""
+    name = f"BODY[{part.part_id}]".encode()
+    return next((value or b"" for key, value in data.items() if key.split(b"<", 1)[0] == name), b"")
+
+
+def fetch_texts(client: Session, uid: int, wanted: tuple[tuple[Part, int], ...]) -> list[FetchedText]:
+    """The start of each text part of `wanted`, at most its byte budget, decoded: all in one FETCH."""
+    data = fetch(client, [uid], [_part_item(part, budget) for part, budget in wanted]).get(uid, {})
+    found = []
+    for part, budget in wanted:
+        complete = budget >= part.size
+        found.append(FetchedText(part, decode_body(_part_section(data, part), part, complete), complete, budget))
+    return found
 
 
 _MARKDOWN_IMAGE = re.compile(r"!\[")
@@ -291,6 +325,16 @@ def cut_text(fetched: FetchedText, max_chars: int, text: str | None = None) -> t
 
 
 @dataclass(frozen=True)
+class BodyChoice:
+    """The message's text parts (`parts.body_alternatives`) and why `FetchedMessage.body` is the one returned;
+    with `html`, only if the plain text in `body` is no stub beside that HTML (`body_choice.is_stub`)."""
+
+    alternatives: tuple[Part, ...]
+    because: ChosenBecause
+    html: FetchedText | None = None
+
+
+@dataclass(frozen=True)
 class FetchedMessage:
     """What `fetch_message` got from the server; `message_content` makes the tool's answer of it."""
 
@@ -299,6 +343,13 @@ class FetchedMessage:
     headers: RawHeaders
     body: FetchedText | None
     attachments: list[Part]
+    #: None: `body` is the message's only text part (or it has none)
+    choice: BodyChoice | None = None
+
+    def body_choice(self) -> BodyChoice:
+        if self.choice is not None:
+            return self.choice
+        return BodyChoice((self.body.part,), "only one") if self.body else BodyChoice((), "no text")
 
 
 def structure_of(data: dict[bytes, Any], ref: MessageRef) -> Node:
@@ -314,8 +365,11 @@ def structure_of(data: dict[bytes, Any], ref: MessageRef) -> Node:
     )
 
 
-def fetch_message(client: Session, examined: Examined, target: MessageSelection, max_chars: int) -> FetchedMessage:
-    """Headers, structure and the start of the readable text of one message: everything that needs IMAP."""
+def fetch_message(
+    client: Session, examined: Examined, target: MessageSelection, max_chars: int, body_format: BodyFormat = "auto"
+) -> FetchedMessage:
+    """Headers, structure and the start of the readable text `body_format` asks for (with auto, where the plain
+    text may be a stub, the start of the HTML too): everything that needs IMAP."""
     (ref,) = check_selection(target, examined.uidvalidity)
     items = [
         "FLAGS",
@@ -330,7 +384,10 @@ def fetch_message(client: Session, examined: Examined, target: MessageSelection,
         )
     current = MessageRef(ref.mailbox, examined.uidvalidity, ref.uid)
     structure = structure_of(data, current)
-    chosen = body_part(structure)
+    alternatives = body_alternatives(structure)
+    planned = plan(alternatives, body_format, max_chars)
+    texts = fetch_texts(client, ref.uid, planned.fetches) if planned.fetches else []
+    choice = BodyChoice(alternatives, planned.because or "not a stub", texts[1] if planned.because is None else None)
     return FetchedMessage(
         ref=current,
         flags=[f.decode("utf-8", "replace") if isinstance(f, bytes) else str(f) for f in data.get(b"FLAGS", ())],
@@ -338,8 +395,9 @@ def fetch_message(client: Session, examined: Examined, target: MessageSelection,
             _section(data, b"BODY[HEADER", holding=b""),
             tuple(results_headers(_section(data, b"BODY[HEADER", holding=AUTHENTICATION_FIELD.encode()))),
         ),
-        body=fetch_text(client, ref.uid, chosen, max_chars) if chosen is not None else None,
+        body=texts[0] if texts else None,
         attachments=attachments(structure),
+        choice=choice,
     )
 
 
@@ -347,13 +405,24 @@ def fetch_message(client: Session, examined: Examined, target: MessageSelection,
 _COUNTED_HEADERS = ("sender", "to", "cc", "reply_to", "subject")
 
 
+def chosen_body(fetched: FetchedMessage) -> tuple[FetchedText | None, Readable, ChosenBecause]:
+    """The text part returned, as a person reads it, and why: the HTML where auto fetched it beside a plain text
+    that is a stub, else `fetched.body`."""
+    choice = fetched.body_choice()
+    body = readable(fetched.body) if fetched.body else Readable("", None, 0)
+    if choice.html is None:
+        return fetched.body, body, choice.because
+    html = readable(choice.html)
+    if is_stub(body.text, html.text):
+        return choice.html, html, "stub"
+    return fetched.body, body, choice.because
+
+
 def message_content(fetched: FetchedMessage, max_chars: int, judge: Judge | None = None) -> MessageContent:
     """The tool's answer: the body converted (HTML), cut to `max_chars`, fenced and judged. Needs no connection."""
     judge = judge or Judge()
-    body = readable(fetched.body) if fetched.body else Readable("", None, 0)
-    text, truncated, length, exact = (
-        cut_text(fetched.body, max_chars, body.text) if fetched.body else ("", False, 0, True)
-    )
+    returned, body, because = chosen_body(fetched)
+    text, truncated, length, exact = cut_text(returned, max_chars, body.text) if returned else ("", False, 0, True)
     values = fetched.headers.values
     names = [part.filename or "" for part in fetched.attachments]
     invisible = [
@@ -378,7 +447,12 @@ def message_content(fetched: FetchedMessage, max_chars: int, judge: Judge | None
         flags=fetched.flags,
         headers=fetched.headers.headers(),
         body=SenderText(text=text),
-        body_format=fetched.body.part.content_type if fetched.body else "none",
+        body_format=returned.part.content_type if returned else "none",
+        alternatives=[
+            BodyAlternative(content_type=part.content_type, size=part.decoded_size)
+            for part in fetched.body_choice().alternatives
+        ],
+        chosen_because=because,
         truncated=truncated,
         full_length=length,
         full_length_exact=exact,
@@ -406,7 +480,12 @@ def _merged(found: list[MailWarning]) -> list[MailWarning]:
 
 
 def read_message(
-    client: Session, examined: Examined, target: MessageSelection, max_chars: int, judge: Judge | None = None
+    client: Session,
+    examined: Examined,
+    target: MessageSelection,
+    max_chars: int,
+    judge: Judge | None = None,
+    body_format: BodyFormat = "auto",
 ) -> MessageContent:
     """`fetch_message` and `message_content` in one (where holding the connection meanwhile does not matter)."""
-    return message_content(fetch_message(client, examined, target, max_chars), max_chars, judge)
+    return message_content(fetch_message(client, examined, target, max_chars, body_format), max_chars, judge)

@@ -70,6 +70,9 @@ class MessageSummary(BaseModel):
     flags: list[str] = Field(description="IMAP flags and keywords, e.g. \\Seen, \\Flagged, $Forwarded.")
     unread: bool
     flagged: bool
+    is_draft: bool = Field(
+        default=False, description="Carries the \\Draft flag: a draft (one in Drafts can be sent with send_draft)."
+    )
     size: int = Field(description="Size of the whole message in bytes.")
     has_attachments: bool
     unreadable: str | None = Field(
@@ -204,6 +207,7 @@ def summary(examined: Examined, uid: int, fixed: Fixed, raw_flags: Iterable[Any]
         flags=flags,
         unread="\\seen" not in lowered,
         flagged="\\flagged" in lowered,
+        is_draft="\\draft" in lowered,
         size=fixed.size,
         has_attachments=fixed.has_attachments,
         unreadable=fixed.unreadable,

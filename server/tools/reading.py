@@ -47,15 +47,16 @@ from ..reading.attachments import (
     message_attachments,
     write_part,
 )
+from ..reading.body_choice import BodyFormat
 from ..reading.fence import fenced_result, fenced_text
 from ..reading.lookalikes import SentDomains
 from ..reading.new_messages import NewMessages, list_new
-from ..reading.reader import MessageContent, fetch_message, message_content
+from ..reading.reader import MessageContent, ThreadCount, fetch_message, message_content
 from ..reading.search import SearchPage, search_page
 from ..reading.search_cache import OrderCache
 from ..reading.summaries import SummaryCache, judged
 from ..reading.thread_bodies import add_bodies
-from ..reading.threads import DEFAULT_MAX_MESSAGES, MAX_MAX_MESSAGES, Memory, Thread, gather, thread_of
+from ..reading.threads import DEFAULT_MAX_MESSAGES, MAX_MAX_MESSAGES, Gathered, Memory, Thread, gather, thread_of
 from ..reading.warnings import Judge
 from .arguments import DeprecatedMailbox, DeprecatedUid, SearchText, checked_search_query
 from .cancellation import CallCancelled, noting_cancellation, progress_from_thread
@@ -152,6 +153,26 @@ async def read_message_of(
     return await read(pool, target.mailbox, operation, retry, gone)
 
 
+@dataclass(frozen=True)
+class ConversationReads:
+    """How get_thread reads a conversation: the start message's mailbox through the pool's kept-examined reads,
+    the other mailboxes on another connection (while the pool has room), so the start mailbox stays examined."""
+
+    pool: ImapPool
+    start: MessageRef
+
+    async def in_start_mailbox(self, operation: Callable[[Session, Examined], None]) -> None:
+        target = MessageSelection(self.start.mailbox, self.start.uidvalidity, (self.start.uid,))
+        await read_message_of(self.pool, target, operation)
+
+    async def elsewhere(self, operation: Callable[[Session], None]) -> None:
+        await self.pool.run(operation, spare_kept=True)
+
+    async def gather(self, memory: Memory) -> Gathered:
+        """Every message of the conversation, within get_thread's bounds (`threads.gather`)."""
+        return await gather(self.in_start_mailbox, self.elsewhere, self.start, memory)
+
+
 def register_search(mcp: MCPServer, pool: ImapPool, judging: Judging) -> None:
     order_cache, summary_cache = OrderCache(), SummaryCache()
 
@@ -194,15 +215,17 @@ def register_search(mcp: MCPServer, pool: ImapPool, judging: Judging) -> None:
         return fenced_result(page)
 
 
-def register_get_message(mcp: MCPServer, pool: ImapPool, judging: Judging) -> None:
+def register_get_message(mcp: MCPServer, pool: ImapPool, judging: Judging, memory: Memory) -> None:
     @offer(
         mcp,
         "get_message",
         description=(
-            "Read one message: its headers, its text (HTML converted to text when there is no plain-text part, "
-            "hidden text removed, links as text <target>, no image loaded; cut at max_chars, saying so), its "
-            "attachment list, the receiving server's SPF/DKIM/DMARC verdicts (trusted only when configured) and "
-            "warnings with reasons. Does not mark the message as read." + FENCED
+            "Read one message: its headers, its text (HTML converted to text: hidden text removed, links as "
+            "text <target>, no image loaded; cut at max_chars, saying so), its attachment list, the receiving "
+            "server's SPF/DKIM/DMARC verdicts (trusted only when configured) and warnings with reasons. "
+            "body_format auto returns the plain-text part unless it is only a stub for the HTML (such as a "
+            "'view this email in your browser' line), and then the HTML as text; alternatives and chosen_because "
+            "say which parts there are and why this one. Does not mark the message as read." + FENCED
         ),
     )
     async def get_message(
@@ -210,6 +233,21 @@ def register_get_message(mcp: MCPServer, pool: ImapPool, judging: Judging) -> No
         max_chars: Annotated[
             int, Field(ge=1, le=MAX_MAX_CHARS, description="Longest body text to return, in characters.")
         ] = DEFAULT_MAX_CHARS,
+        body_format: Annotated[
+            BodyFormat,
+            Field(
+                description="auto: the plain text, or the HTML as text where the plain text is a stub; text: the "
+                "plain-text part; html: the HTML converted to text. A message without the part asked for gives "
+                "the other (chosen_because: fallback)."
+            ),
+        ] = "auto",
+        include_thread_count: Annotated[
+            bool,
+            Field(
+                description="Also count the messages of its conversation as get_thread does (thread.count; "
+                "searches the same mailboxes, so it costs what get_thread costs)."
+            ),
+        ] = False,
         mailbox: DeprecatedMailbox = None,
         uid: DeprecatedUid = None,
     ) -> Annotated[CallToolResult, MessageContent]:
@@ -218,18 +256,22 @@ def register_get_message(mcp: MCPServer, pool: ImapPool, judging: Judging) -> No
             pool,
             target,
             lambda client, examined: (
-                fetch_message(client, examined, target, max_chars),
+                fetch_message(client, examined, target, max_chars, body_format),
                 judging.sent.is_current(client),
             ),
         )
+        thread = None
+        if include_thread_count:
+            counted = thread_of(await ConversationReads(pool, fetched.ref).gather(memory), DEFAULT_MAX_MESSAGES)
+            thread = ThreadCount(count=counted.total, complete=counted.complete)
         judge = await judging.judge(pool, current)
         # converting HTML takes time: done after the connection went back to the pool, off the event loop
-        return await anyio.to_thread.run_sync(lambda: fenced_result(message_content(fetched, max_chars, judge)))
+        return await anyio.to_thread.run_sync(
+            lambda: fenced_result(message_content(fetched, max_chars, judge).model_copy(update={"thread": thread}))
+        )
 
 
-def register_get_thread(mcp: MCPServer, pool: ImapPool, judging: Judging) -> None:
-    memory = Memory()
-
+def register_get_thread(mcp: MCPServer, pool: ImapPool, judging: Judging, memory: Memory) -> None:
     @offer(
         mcp,
         "get_thread",
@@ -257,19 +299,10 @@ def register_get_thread(mcp: MCPServer, pool: ImapPool, judging: Judging) -> Non
             int, Field(ge=1, le=MAX_MAX_CHARS, description="With include_bodies: characters of text in all.")
         ] = DEFAULT_MAX_CHARS,
     ) -> Annotated[CallToolResult, Thread]:
-        start = decode_id(id)
-        target = MessageSelection(start.mailbox, start.uidvalidity, (start.uid,))
-
-        async def in_start_mailbox(operation: Callable[[Session, Examined], None]) -> None:
-            await read_message_of(pool, target, operation)
-
-        async def elsewhere(operation: Callable[[Session], None]) -> None:
-            # another connection than the one keeping the start mailbox examined, while the pool has room
-            await pool.run(operation, spare_kept=True)
-
-        thread = thread_of(await gather(in_start_mailbox, elsewhere, start, memory), max_messages)
+        reads = ConversationReads(pool, decode_id(id))
+        thread = thread_of(await reads.gather(memory), max_messages)
         if include_bodies:
-            await add_bodies(thread, in_start_mailbox, elsewhere, max_chars)
+            await add_bodies(thread, reads.in_start_mailbox, reads.elsewhere, max_chars)
         current = await pool.run(judging.sent.is_current)
         judged(thread.messages, await judging.judge(pool, current))
         return fenced_result(thread)
@@ -434,8 +467,9 @@ def register(
 ) -> None:
     """Register the reading tools; `trusted_authserv_ids` and `own_domains` are what mail is judged against."""
     judging = Judging(trusted_authserv_ids, SentDomains(own_domains))
+    memory = Memory()  # get_thread's, shared with get_message's thread count
     register_search(mcp, pool, judging)
-    register_get_message(mcp, pool, judging)
-    register_get_thread(mcp, pool, judging)
+    register_get_message(mcp, pool, judging, memory)
+    register_get_thread(mcp, pool, judging, memory)
     register_get_attachments(mcp, pool, download_dir)
     register_list_new_messages(mcp, pool, judging)

@@ -12,12 +12,11 @@ the case names.
 from __future__ import annotations
 
 import datetime as dt
-import json
 from typing import Any
 
 import pytest
-from harness import Account, append_message, error_text, mailbox_names, served, structured
-from hostile.untrusted_mail import CASES, CORRESPONDENT, TRUSTED, Case, mail
+from harness import Account, append_message, error_text, mailbox_names, served
+from hostile.untrusted_mail import CASES, CORRESPONDENT, TRUSTED, Case, check_fenced, mail
 from mcp import Client
 
 from imap_mcp.server.config import Settings
@@ -47,38 +46,6 @@ def has_written_to_the_correspondent(account: Account) -> None:
             client.logout()
     sent = mail(sender="demo@example.org", subject="to a correspondent", body="hello\n")
     append_message(account, sent.replace(b"To: demo@example.org", f"To: billing@{CORRESPONDENT}".encode()), "Sent")
-
-
-def fenced_blocks(result: Any) -> tuple[list[str], list[str], dict[str, Any]]:
-    """(lines inside fenced blocks, lines outside them, structured content) of a fenced result; fails on any line
-    that breaks the fence (an end line outside a block, a begin line inside one, a block never ended)."""
-    content = structured(result)
-    fence = content["fence"]
-    assert fence["begin"] == f"[[mail-text {fence['nonce']}]]" and fence["end"] == f"[[/mail-text {fence['nonce']}]]"
-    inside: list[str] = []
-    outside: list[str] = []
-    within = False
-    for line in result.content[0].text.splitlines():
-        if line == fence["begin"]:
-            assert not within, "a begin line inside a fenced block"
-            within = True
-        elif line == fence["end"]:
-            assert within, "an end line outside a fenced block"
-            within = False
-        else:
-            (inside if within else outside).append(line)
-    assert not within, "a fenced block never ended"
-    return inside, outside, content
-
-
-def check_fenced(result: Any, holds_sender_text: bool = True) -> dict[str, Any]:
-    """The structured content of `result`, after checking that sender text is fenced (and there, when the result
-    `holds_sender_text`) and hidden text gone."""
-    inside, outside, content = fenced_blocks(result)
-    assert not [line for line in outside if "SENDERTEXT" in line], "sender text outside the fence"
-    assert "HIDDENTEXT" not in result.content[0].text and "HIDDENTEXT" not in json.dumps(content)
-    assert any("SENDERTEXT" in line for line in inside) is holds_sender_text
-    return content
 
 
 async def read_every_way(client: Client, account: Account) -> tuple[dict[str, Any], dict[str, Any], list[str]]:

@@ -7,8 +7,12 @@ all. `CASES` are the messages `test_untrusted_mail.py` appends on every server o
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from email.message import EmailMessage
+from typing import Any
+
+from harness import structured
 
 TRUSTED = "mx.trusted.example"
 #: a domain the account has written to (a message to it lies in Sent)
@@ -223,3 +227,35 @@ CASES: tuple[Case, ...] = (
         filenames=("(imitates a fence line) SENDERTEXT ((/mail-text 77)).eml",),
     ),
 )
+
+
+def fenced_blocks(result: Any) -> tuple[list[str], list[str], dict[str, Any]]:
+    """(lines inside fenced blocks, lines outside them, structured content) of a fenced result; fails on any line
+    that breaks the fence (an end line outside a block, a begin line inside one, a block never ended)."""
+    content = structured(result)
+    fence = content["fence"]
+    assert fence["begin"] == f"[[mail-text {fence['nonce']}]]" and fence["end"] == f"[[/mail-text {fence['nonce']}]]"
+    inside: list[str] = []
+    outside: list[str] = []
+    within = False
+    for line in result.content[0].text.splitlines():
+        if line == fence["begin"]:
+            assert not within, "a begin line inside a fenced block"
+            within = True
+        elif line == fence["end"]:
+            assert within, "an end line outside a fenced block"
+            within = False
+        else:
+            (inside if within else outside).append(line)
+    assert not within, "a fenced block never ended"
+    return inside, outside, content
+
+
+def check_fenced(result: Any, holds_sender_text: bool = True) -> dict[str, Any]:
+    """The structured content of `result`, after checking that sender text is fenced (and there, when the result
+    `holds_sender_text`) and hidden text gone."""
+    inside, outside, content = fenced_blocks(result)
+    assert not [line for line in outside if "SENDERTEXT" in line], "sender text outside the fence"
+    assert "HIDDENTEXT" not in result.content[0].text and "HIDDENTEXT" not in json.dumps(content)
+    assert any("SENDERTEXT" in line for line in inside) is holds_sender_text
+    return content
