@@ -1,12 +1,12 @@
 """On the wire, through a logging proxy (`command_log.CommandLog`), on Dovecot: the IMAP commands of a guarded
 change's two rounds, and that reading never selects a mailbox nor fetches a body without .PEEK (issue #27).
 
-Round 1 (the question) plans the change: EXAMINE the source, ask which UIDs exist (SEARCH, or for
-a copy the FETCH of their Message-IDs), and the destination's state (STATUS, or for a copy its
-EXAMINE and a SEARCH for those Message-IDs; a trash-delete first finds Trash by LIST and
-NAMESPACE). Round 2 (the approved answer) plans again, then SELECTs the source (a copy EXAMINEs it)
-and runs the change. Issue #27 item 3 asks for at most 6 commands in round 2; the trash-delete
-sends 7 until finding Trash stops asking NAMESPACE when SPECIAL-USE already names it.
+Round 1 (the question) plans the change: EXAMINE the source, FETCH which UIDs exist (with their
+Message-IDs), and the destination's state (STATUS, or for a copy its EXAMINE and a SEARCH for those
+Message-IDs; a trash-delete takes the Trash role from the connection's last LIST). Round 2 (the
+approved answer) plans again, then SELECTs the source (a copy EXAMINEs it), runs the change and
+UNSELECTs (leaving the mailbox without expunging, so a server that defers writes makes them now).
+Issue #27 item 3 asks for at most 6 commands in round 2 (`ROUND_TWO_MOST`).
 
 The answer follows the question at once here: the pool is told to NOOP an idle connection only
 after an hour, so no test depends on how fast it runs (`bench/guarded.py` counts the NOOP a
