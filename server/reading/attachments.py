@@ -20,7 +20,6 @@ import secrets
 import unicodedata
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -127,17 +126,15 @@ def give_name(partial: Path, directory: Path, name: str) -> Path:
     raise FileExistsError(f"{directory} already holds {name} and 999 numbered copies; clean it up and try again.")
 
 
-def _section(data: dict[bytes, Any], part: Part) -> bytes:
-    prefix = f"BODY[{part.part_id}]".encode()
-    return next((value or b"" for key, value in data.items() if key.startswith(prefix)), b"")
-
-
-def _raw_chunks(client: Session, uid: int, part: Part, fetched: Fetched) -> Iterator[bytes]:
+def section_pieces(client: Session, uid: int, section: str, fetched: Fetched = _not_told) -> Iterator[bytes]:
+    """The raw bytes of `BODY[section]` of `uid` (the whole message for ""), `CHUNK_BYTES` a round trip, with
+    BODY.PEEK (nothing is marked read); `fetched` is told the size of each piece."""
     offset = 0
+    prefix = f"BODY[{section}]".encode()
     while True:
-        item = f"BODY.PEEK[{part.part_id}]<{offset}.{CHUNK_BYTES}>"
-        chunk = _section(fetch(client, [uid], [item]).get(uid, {}), part)
-        if not chunk:
+        data = fetch(client, [uid], [f"BODY.PEEK[{section}]<{offset}.{CHUNK_BYTES}>"]).get(uid, {})
+        chunk = next((value or b"" for key, value in data.items() if key.startswith(prefix)), b"")
+        if not isinstance(chunk, bytes) or not chunk:
             return
         fetched(len(chunk))
         yield chunk
@@ -152,7 +149,7 @@ def write_part(client: Session, uid: int, part: Part, directory: Path, fetched: 
     written = 0
     try:
         with os.fdopen(fd, "wb") as out:
-            for piece in decoded_stream(_raw_chunks(client, uid, part, fetched), part.encoding):
+            for piece in decoded_stream(section_pieces(client, uid, part.part_id, fetched), part.encoding):
                 out.write(piece)
                 written += len(piece)
         path = give_name(partial, directory, name)
@@ -164,7 +161,7 @@ def write_part(client: Session, uid: int, part: Part, directory: Path, fetched: 
 
 
 def read_part(client: Session, uid: int, part: Part, fetched: Fetched = _not_told) -> bytes:
-    return b"".join(decoded_stream(_raw_chunks(client, uid, part, fetched), part.encoding))
+    return b"".join(decoded_stream(section_pieces(client, uid, part.part_id, fetched), part.encoding))
 
 
 class FetchTally:
