@@ -19,7 +19,8 @@ from .config import Settings
 from .guard import build_guard
 from .http_access import request_principal
 from .imap.pool import ImapPool
-from .tools import accounts, changes, mailboxes, outgoing, reading, webhooks
+from .reading.resources import authority
+from .tools import accounts, changes, mailboxes, outgoing, reading, resources, webhooks
 from .tools.output_schemas import compact_output_schemas
 from .tools.registry import BY_NAME, TOOLS
 
@@ -110,7 +111,16 @@ def build_server(
     guard.install(mcp)
     mcp.middleware.append(StrictParams(mcp))
     mailboxes.register(mcp, pool, guard)
-    reading.register(mcp, pool, settings.download_dir, settings.trusted_authserv_ids, own_domains(settings))
+    # attachments are resources too, unless the policy withholds get_attachments (resources write no file)
+    parts_served = account.policy.withheld_reason("get_attachments", read_only_hint=True) is None
+    files = reading.Files(
+        authority(settings.imap) if parts_served else None,
+        settings.allow_executable_attachments,
+        settings.max_attachment_bytes,
+    )
+    reading.register(mcp, pool, settings.download_dir, settings.trusted_authserv_ids, own_domains(settings), files)
+    if parts_served:
+        resources.register(mcp, pool, settings.max_attachment_bytes, settings.allow_executable_attachments)
     changes.register(mcp, pool, guard, settings.webhooks.store_url)
     outgoing.register(mcp, pool, guard, settings.smtp, settings.webhooks.store_url, settings.outgoing_files)
     accounts.register(mcp, account, pool, guard)

@@ -39,9 +39,11 @@ CONFIG_ERROR_EXIT = 2
 KNOWN_SETTINGS = frozenset(
     {
         "ELICITATION",
+        "IMAP_ALLOW_EXECUTABLE_ATTACHMENTS",
         "IMAP_AUTH",
         "IMAP_CA_FILE",
         "IMAP_DOWNLOAD_DIR",
+        "IMAP_MAX_ATTACHMENT_BYTES",
         "IMAP_HOST",
         "IMAP_MCP_ACCOUNTS_FILE",
         "IMAP_MCP_ALLOWED_HOSTS",
@@ -218,6 +220,12 @@ class OutgoingFiles:
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
 
 
+#: IMAP_MAX_ATTACHMENT_BYTES by default, and its bounds: attachment bytes returned inline at once (they are held in
+#: memory, and again as base64)
+DEFAULT_MAX_ATTACHMENT_BYTES = 8 * 1024 * 1024
+MIN_MAX_ATTACHMENT_BYTES = 1024
+MAX_MAX_ATTACHMENT_BYTES = 64 * 1024 * 1024
+
 MIN_SEAL_KEY_LENGTH = 32
 
 
@@ -232,6 +240,10 @@ class Settings:
     seal_keys: tuple[Secret, ...] = field(default=(), repr=False)
     #: IMAP_DOWNLOAD_DIR: where get_attachments writes files; None = return them inline
     download_dir: Path | None = None
+    #: IMAP_ALLOW_EXECUTABLE_ATTACHMENTS: deliver attachments that run when opened (get_attachments, resources/read)
+    allow_executable_attachments: bool = False
+    #: IMAP_MAX_ATTACHMENT_BYTES: attachment bytes returned inline by one get_attachments call or one resources/read
+    max_attachment_bytes: int = DEFAULT_MAX_ATTACHMENT_BYTES
     #: IMAP_UPLOAD_DIR, SMTP_MAX_MESSAGE_BYTES: the files outgoing mail may carry
     outgoing_files: OutgoingFiles = field(default_factory=OutgoingFiles)
     #: IMAP_MCP_SPEC_FIXTURES: register the conformance-suite fixtures (test-only)
@@ -361,6 +373,19 @@ def _download_dir(env: Mapping[str, str]) -> Path | None:
     if not path.is_dir() or not os.access(path, os.W_OK):
         raise ConfigError(f"IMAP_DOWNLOAD_DIR={raw!r} is not valid: use an existing directory this user can write to.")
     return path.resolve()
+
+
+def _max_attachment_bytes(env: Mapping[str, str]) -> int:
+    raw = env.get("IMAP_MAX_ATTACHMENT_BYTES", "").strip()
+    if not raw:
+        return DEFAULT_MAX_ATTACHMENT_BYTES
+    if not (raw.isascii() and raw.isdigit()) or not MIN_MAX_ATTACHMENT_BYTES <= int(raw) <= MAX_MAX_ATTACHMENT_BYTES:
+        raise ConfigError(
+            f"IMAP_MAX_ATTACHMENT_BYTES={raw!r} is not valid: use a whole number of bytes from "
+            f"{MIN_MAX_ATTACHMENT_BYTES} to {MAX_MAX_ATTACHMENT_BYTES} (default {DEFAULT_MAX_ATTACHMENT_BYTES}); "
+            "for larger attachments set IMAP_DOWNLOAD_DIR."
+        )
+    return int(raw)
 
 
 def _upload_dir(env: Mapping[str, str]) -> Path | None:
@@ -527,6 +552,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     smtp = read_smtp_settings(env, imap, problems)
     seal_keys = problems.read((), key_list, env)
     download_dir = problems.read(None, _download_dir, env)
+    allow_executables = problems.read(False, flag, env, "IMAP_ALLOW_EXECUTABLE_ATTACHMENTS", False)
+    max_attachment_bytes = problems.read(DEFAULT_MAX_ATTACHMENT_BYTES, _max_attachment_bytes, env)
     outgoing_files = problems.read(None, _outgoing_files, env)
     spec_fixtures = problems.read(False, flag, env, "IMAP_MCP_SPEC_FIXTURES", False)
     trusted_authserv_ids = problems.read((), _trusted_authserv_ids, env)
@@ -539,6 +566,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         elicitation=elicitation,
         seal_keys=seal_keys,
         download_dir=download_dir,
+        allow_executable_attachments=allow_executables,
+        max_attachment_bytes=max_attachment_bytes,
         outgoing_files=outgoing_files,
         spec_fixtures=spec_fixtures,
         webhooks=webhooks,

@@ -17,18 +17,16 @@ import mimetypes
 import os
 import re
 import stat
-from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import ArgumentError, OutgoingError
-from ..imap.fetch import fetch
 from ..imap.lookup import MessageSelection
 from ..imap.pool import Examined
 from ..imap.session import Session
-from ..reading.attachments import chosen_parts, message_attachments, safe_filename
+from ..reading.attachments import chosen_parts, message_attachments, safe_filename, section_pieces
 from ..reading.parts import Part, decoded_stream
 from .wire import FileToSend, Payload
 
@@ -36,8 +34,6 @@ from .wire import FileToSend, Payload
 MAX_ATTACHMENTS = 20
 #: decoded bytes of one attachment given inline (content_base64), at most
 MAX_INLINE_BYTES = 10 * 1024 * 1024
-#: encoded bytes of a mailbox part fetched per round trip
-CHUNK_BYTES = 1024 * 1024
 _MIME_TYPE = re.compile(r"[a-z0-9][a-z0-9!#$&^_.+-]{0,126}/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}")
 #: types an attachment of bytes cannot have: their parts are structure, not bytes
 _STRUCTURE = ("multipart/", "message/")
@@ -198,18 +194,3 @@ def _part_file(client: Session, uid: int, part: Part) -> FileToSend:
     kind = part.content_type if _MIME_TYPE.fullmatch(part.content_type) else _OCTETS
     kind = _OCTETS if kind.startswith(_STRUCTURE) else kind
     return FileToSend(_name(part.filename, kind), kind, Payload(data))
-
-
-def section_pieces(client: Session, uid: int, section: str) -> Iterator[bytes]:
-    """The raw bytes of `BODY[section]` of `uid` (the whole message for ""), `CHUNK_BYTES` a round trip, unread."""
-    offset = 0
-    prefix = f"BODY[{section}]".encode()
-    while True:
-        data = fetch(client, [uid], [f"BODY.PEEK[{section}]<{offset}.{CHUNK_BYTES}>"]).get(uid, {})
-        chunk = next((value or b"" for key, value in data.items() if key.startswith(prefix)), b"")
-        if not isinstance(chunk, bytes) or not chunk:
-            return
-        yield chunk
-        offset += len(chunk)
-        if len(chunk) < CHUNK_BYTES:
-            return

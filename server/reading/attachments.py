@@ -1,4 +1,4 @@
-"""Fetching attachments: inline (base64, under a per-call cap) or written to IMAP_DOWNLOAD_DIR.
+"""Fetching attachments: inline (base64, under a per-call cap) or written to IMAP_DOWNLOAD_DIR; none that runs.
 
 Parts are fetched with BODY.PEEK on an EXAMINEd mailbox, so nothing is marked read, in pieces
 (`CHUNK_BYTES` of the encoded part at a time), so an attachment written to a file never has to fit
@@ -9,6 +9,13 @@ A file is written under a hidden `.….partial` name (opened with O_EXCL|O_NOFOL
 name only once whole, by a hard link that never replaces anything (so a symlink planted under that
 name is passed over, never followed); a download that fails or is cancelled removes it, so no
 half-written file ever carries an attachment's name.
+
+An attachment that runs when opened (`executables.executable_reason`: its declared type, its name, or its bytes)
+is held back, unless the operator set `IMAP_ALLOW_EXECUTABLE_ATTACHMENTS=true`: it is listed as skipped, saying
+why and how to allow it. It is judged before it is fetched, by its name, type and first `JUDGED_BYTES` (one FETCH
+for every attachment of a message, `judged_parts`; so `get_message` can say which attachments run without
+fetching them), and again by every byte once fetched (a ZIP's entry list is at its end): one written to a file is
+judged before it gets its name, so a held-back file never appears under one.
 """
 
 from __future__ import annotations
@@ -18,7 +25,8 @@ import mimetypes
 import os
 import secrets
 import unicodedata
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,14 +38,20 @@ from ..imap.lookup import MessageSelection, check_selection
 from ..imap.message_ids import MessageRef
 from ..imap.pool import Examined
 from ..imap.session import Session
+from .executables import executable_reason, file_reason
 from .fence import Fenced, SenderLine
 from .parts import Part, attachments, decoded_stream
-from .reader import MessageGone, structure_of
+from .reader import MessageContent, MessageGone, structure_of
 
-#: attachments returned inline by one call, decoded bytes in total
-INLINE_LIMIT_BYTES = 8 * 1024 * 1024
 #: encoded bytes fetched per round trip when writing a file
 CHUNK_BYTES = 1024 * 1024
+#: encoded bytes of each attachment's start fetched to judge whether it runs (with its name and type)
+JUDGED_BYTES = 1024
+#: attachments of one message judged by their first bytes, at most (one FETCH); the others by name and type, until
+#: they are fetched whole
+MAX_JUDGED_PARTS = 100
+#: the setting that lets attachments which run be delivered
+ALLOW_EXECUTABLES = "IMAP_ALLOW_EXECUTABLE_ATTACHMENTS"
 MAX_NAME_BYTES = 200
 _FORBIDDEN = set('/\\:*?"<>|')
 #: told how many encoded bytes each fetched piece brought; raises to stop the download (a cancelled call)
@@ -52,12 +66,18 @@ class UnknownPart(MailboxError, ValueError):
     """A requested part id is not an attachment of the message."""
 
 
+EXECUTABLE = "True when its declared type, its name or its bytes say it runs when opened (a program, a script, macros)."
+EXECUTABLE_REASON = "Why it runs when opened; null when it does not."
+
+
 class AttachmentFile(BaseModel):
     part_id: str
     filename: SenderLine | None = Field(description="The name the sender gave it, decoded.")
     content_type: str = Field(alias="type")
     size: int = Field(description="Bytes (decoded).")
     path: str | None = Field(default=None, description="Where it was written (only with IMAP_DOWNLOAD_DIR).")
+    executable: bool = Field(default=False, description=EXECUTABLE + f" Delivered only with {ALLOW_EXECUTABLES}=true.")
+    executable_reason: str | None = Field(default=None, description=EXECUTABLE_REASON)
 
     model_config = {"populate_by_name": True}
 
@@ -67,6 +87,8 @@ class Skipped(BaseModel):
     filename: SenderLine | None
     size: int
     reason: str
+    executable: bool = Field(default=False, description=EXECUTABLE + " Such an attachment is held back.")
+    executable_reason: str | None = Field(default=None, description=EXECUTABLE_REASON)
 
 
 class AttachmentsResult(Fenced):
@@ -105,12 +127,12 @@ def _candidates(name: str) -> Iterator[str]:
 
 
 def partial_file(directory: Path, name: str) -> tuple[Path, int]:
-    """A new hidden file in `directory` to write `name` into, opened for writing; it gets `name` only once
-    whole (`give_name`)."""
+    """A new hidden file in `directory` to write `name` into, opened for writing (and reading back, to judge it);
+    it gets `name` only once whole (`give_name`)."""
     path = directory / f".{name}.{secrets.token_hex(6)}.partial"
     if path.parent != directory:  # cannot happen after safe_filename; refuse rather than trust it
         raise ValueError(f"refusing to write outside {directory}")
-    return path, os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    return path, os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
 
 
 def give_name(partial: Path, directory: Path, name: str) -> Path:
@@ -127,16 +149,20 @@ def give_name(partial: Path, directory: Path, name: str) -> Path:
     raise FileExistsError(f"{directory} already holds {name} and 999 numbered copies; clean it up and try again.")
 
 
-def _section(data: dict[bytes, Any], part: Part) -> bytes:
-    prefix = f"BODY[{part.part_id}]".encode()
-    return next((value or b"" for key, value in data.items() if key.startswith(prefix)), b"")
+def _section_of(data: dict[bytes, Any], section: str) -> bytes:
+    """The bytes of `BODY[section]` (whole or partial) in a FETCH answer; empty when it holds none."""
+    prefix = f"BODY[{section}]".encode()
+    value = next((value for key, value in data.items() if key.startswith(prefix)), b"")
+    return value if isinstance(value, bytes) else b""
 
 
-def _raw_chunks(client: Session, uid: int, part: Part, fetched: Fetched) -> Iterator[bytes]:
+def section_pieces(client: Session, uid: int, section: str, fetched: Fetched = _not_told) -> Iterator[bytes]:
+    """The raw bytes of `BODY[section]` of `uid` (the whole message for ""), `CHUNK_BYTES` a round trip, with
+    BODY.PEEK (nothing is marked read); `fetched` is told the size of each piece."""
     offset = 0
     while True:
-        item = f"BODY.PEEK[{part.part_id}]<{offset}.{CHUNK_BYTES}>"
-        chunk = _section(fetch(client, [uid], [item]).get(uid, {}), part)
+        data = fetch(client, [uid], [f"BODY.PEEK[{section}]<{offset}.{CHUNK_BYTES}>"]).get(uid, {})
+        chunk = _section_of(data, section)
         if not chunk:
             return
         fetched(len(chunk))
@@ -146,25 +172,44 @@ def _raw_chunks(client: Session, uid: int, part: Part, fetched: Fetched) -> Iter
             return
 
 
-def write_part(client: Session, uid: int, part: Part, directory: Path, fetched: Fetched = _not_told) -> AttachmentFile:
+def write_part(
+    client: Session,
+    uid: int,
+    part: Part,
+    directory: Path,
+    fetched: Fetched = _not_told,
+    allow_executables: bool = False,
+    reason: str | None = None,
+) -> AttachmentFile | Skipped:
+    """`part` written to a new file in `directory`; or, when its bytes say it runs (`reason`: what its name, type
+    and first bytes said), held back before it gets a name (`Skipped`)."""
     name = safe_filename(part.filename, part)
     partial, fd = partial_file(directory, name)
     written = 0
     try:
-        with os.fdopen(fd, "wb") as out:
-            for piece in decoded_stream(_raw_chunks(client, uid, part, fetched), part.encoding):
+        with os.fdopen(fd, "w+b") as out:
+            for piece in decoded_stream(section_pieces(client, uid, part.part_id, fetched), part.encoding):
                 out.write(piece)
                 written += len(piece)
+            reason = reason or file_reason(part.filename, part.content_type, out)
+        if reason and not allow_executables:
+            return held_back(part, reason)
         path = give_name(partial, directory, name)
     finally:
         partial.unlink(missing_ok=True)  # once named, the name holds the file; otherwise it goes
     return AttachmentFile(
-        part_id=part.part_id, filename=part.filename, content_type=part.content_type, size=written, path=str(path)
+        part_id=part.part_id,
+        filename=part.filename,
+        content_type=part.content_type,
+        size=written,
+        path=str(path),
+        executable=reason is not None,
+        executable_reason=reason,
     )
 
 
 def read_part(client: Session, uid: int, part: Part, fetched: Fetched = _not_told) -> bytes:
-    return b"".join(decoded_stream(_raw_chunks(client, uid, part, fetched), part.encoding))
+    return b"".join(decoded_stream(section_pieces(client, uid, part.part_id, fetched), part.encoding))
 
 
 class FetchTally:
@@ -224,40 +269,116 @@ def message_attachments(client: Session, examined: Examined, target: MessageSele
     return ref.uid, attachments(structure_of(data, MessageRef(ref.mailbox, examined.uidvalidity, ref.uid)))
 
 
+@dataclass(frozen=True)
+class Judged:
+    """An attachment, and why it runs when opened (None: nothing says it does)."""
+
+    part: Part
+    reason: str | None
+
+
+def judged_parts(client: Session, uid: int, parts: list[Part]) -> dict[str, str | None]:
+    """Why each of `parts` runs when opened, by part id: its name, declared type and first `JUDGED_BYTES` (of at
+    most `MAX_JUDGED_PARTS` whose name and type say nothing, in one FETCH, BODY.PEEK), or None."""
+    reasons = {part.part_id: executable_reason(part.filename, part.content_type) for part in parts}
+    unknown = [part for part in parts if reasons[part.part_id] is None and part.size > 0][:MAX_JUDGED_PARTS]
+    if unknown:
+        items = [f"BODY.PEEK[{part.part_id}]<0.{JUDGED_BYTES}>" for part in unknown]
+        data = fetch(client, [uid], items).get(uid, {})
+        for part in unknown:
+            raw = _section_of(data, part.part_id)
+            # the first piece decoded is the bytes surely right: whole base64 groups, quoted-printable whole lines
+            head = next(decoded_stream(iter([raw]), part.encoding), b"") if raw else b""
+            reasons[part.part_id] = executable_reason(part.filename, part.content_type, head)
+    return reasons
+
+
+def held_back(part: Part, reason: str) -> Skipped:
+    """The entry of an attachment held back because it runs when opened: why, and how the operator allows it."""
+    return Skipped(
+        part_id=part.part_id,
+        filename=part.filename,
+        size=part.decoded_size,
+        reason=(
+            f"held back: it may run when opened ({reason}). Ask the sender for a safe format; the server's operator "
+            f"can let such attachments through with {ALLOW_EXECUTABLES}=true."
+        ),
+        executable=True,
+        executable_reason=reason,
+    )
+
+
+def deliverable(
+    client: Session, uid: int, parts: list[Part], allow_executables: bool
+) -> tuple[list[Judged], list[Skipped]]:
+    """The `parts` that may be fetched, each with why it runs (only where allowed), and those held back already
+    (by name, type and first bytes: `judged_parts`)."""
+    reasons = judged_parts(client, uid, parts)
+    judged = [Judged(part, reasons[part.part_id]) for part in parts]
+    held = [held_back(j.part, j.reason) for j in judged if j.reason and not allow_executables]
+    return [j for j in judged if allow_executables or not j.reason], held
+
+
+@dataclass(frozen=True)
+class InlinePart:
+    """An attachment fetched whole, and why it runs when opened (None: it does not)."""
+
+    part: Part
+    data: bytes
+    reason: str | None
+
+
+def over_the_limit(part: Part, reason: str | None, limit: int) -> Skipped:
+    return Skipped(
+        part_id=part.part_id,
+        filename=part.filename,
+        size=part.decoded_size,
+        reason=(
+            f"over the inline limit of {limit} bytes per call (get_attachments) or per resources/read "
+            "(IMAP_MAX_ATTACHMENT_BYTES); ask for fewer parts, or have the server started with IMAP_DOWNLOAD_DIR to "
+            "get files instead"
+        ),
+        executable=reason is not None,
+        executable_reason=reason,
+    )
+
+
 def inline_parts(
-    client: Session, uid: int, parts: list[Part], report: Callable[[int, int], None]
-) -> tuple[list[tuple[Part, bytes]], list[Skipped]]:
-    """The parts that fit under `INLINE_LIMIT_BYTES` together (in order; by their sizes on the server), and the
-    rest with a reason. `report(done, total)` follows the bytes fetched of the parts that fit."""
-    fitting = _fitting(parts)
+    client: Session,
+    uid: int,
+    parts: list[Part],
+    report: Callable[[int, int], None],
+    limit: int,
+    allow_executables: bool = False,
+) -> tuple[list[InlinePart], list[Skipped]]:
+    """The parts that fit under `limit` decoded bytes together (in order; by their sizes on the server), fetched;
+    the rest with a reason: held back (they run when opened, see `deliverable`; judged again once fetched whole),
+    or over the limit. `report(done, total)` follows the bytes fetched of the parts that fit."""
+    wanted, skipped = deliverable(client, uid, parts, allow_executables)
+    fitting = _fitting([j.part for j in wanted], limit)
     tally = FetchTally(fitting, report)
-    kept: list[tuple[Part, bytes]] = []
-    skipped: list[Skipped] = []
-    for part in parts:
+    kept: list[InlinePart] = []
+    for judged in wanted:
+        part = judged.part
         if part not in fitting:
-            skipped.append(
-                Skipped(
-                    part_id=part.part_id,
-                    filename=part.filename,
-                    size=part.decoded_size,
-                    reason=(
-                        f"over the inline limit of {INLINE_LIMIT_BYTES} bytes per call; ask for fewer parts, "
-                        "or have the server started with IMAP_DOWNLOAD_DIR to get files instead"
-                    ),
-                )
-            )
+            skipped.append(over_the_limit(part, judged.reason, limit))
             continue
-        kept.append((part, read_part(client, uid, part, tally.fetching(part))))
+        data = read_part(client, uid, part, tally.fetching(part))
         tally.part_done()
+        reason = judged.reason or executable_reason(part.filename, part.content_type, data)
+        if reason and not allow_executables:
+            skipped.append(held_back(part, reason))
+            continue
+        kept.append(InlinePart(part, data, reason))
     return kept, skipped
 
 
-def _fitting(parts: list[Part]) -> list[Part]:
-    """Those of `parts` that fit under `INLINE_LIMIT_BYTES` together, taken in order."""
+def _fitting(parts: list[Part], limit: int) -> list[Part]:
+    """Those of `parts` that fit under `limit` decoded bytes together, taken in order."""
     fitting: list[Part] = []
     used = 0
     for part in parts:
-        if used + part.decoded_size <= INLINE_LIMIT_BYTES:
+        if used + part.decoded_size <= limit:
             fitting.append(part)
             used += part.decoded_size
     return fitting
@@ -265,3 +386,21 @@ def _fitting(parts: list[Part]) -> list[Part]:
 
 def blob(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
+
+
+def judged_content(
+    content: MessageContent, reasons: Mapping[str, str | None], uri: Callable[[str], str] | None
+) -> MessageContent:
+    """`content` whose attachments say whether each runs when opened (`reasons`, by part id) and, when the parts
+    are served as resources, their `uri`."""
+    attachments = [
+        info.model_copy(
+            update={
+                "executable": reasons.get(info.part_id) is not None,
+                "executable_reason": reasons.get(info.part_id),
+                "uri": uri(info.part_id) if uri is not None else None,
+            }
+        )
+        for info in content.attachments
+    ]
+    return content.model_copy(update={"attachments": attachments})

@@ -19,7 +19,8 @@ What is not caught: an OLE compound file (`.msi`, legacy `.doc` with macros) sha
 legacy Office document, so only its name or declared type can say it is an installer. An archive is not judged by
 what it contains (a ZIP holding an `.exe` does not run itself).
 
-`executable_reason` is a pure function of the three, for the reading tools to hold such parts back.
+`executable_reason` is a pure function of the three, for the reading tools to hold such parts back; `file_reason`
+judges a part already written to a file, reading its start and (for a ZIP) its entry list, never the whole file.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import re
 import unicodedata
 import zipfile
 from pathlib import PurePosixPath
+from typing import BinaryIO
 
 import puremagic
 
@@ -79,6 +81,8 @@ _JAR_ENTRIES = re.compile(r"(?:^|/)META-INF/MANIFEST\.MF$|\.class$", re.IGNORECA
 _MACRO_ENTRIES = re.compile(r"(?:^|/)vbaProject\.bin$|(?:^|/)macrosheets/", re.IGNORECASE)
 #: how much of the start is read to tell a text from a binary format; and what no text contains
 _TEXT_SAMPLE = 1024
+#: how much of the start of a file `file_reason` reads for its signature
+_HEAD_BYTES = 64 * 1024
 _CONTROLS = re.compile("[\x00-\x08\x0b\x0e-\x1f\x7f]")
 #: what zipfile may raise on a hostile or broken archive
 _ZIP_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError, EOFError, NotImplementedError)
@@ -91,6 +95,14 @@ def executable_reason(name: str | None, declared_type: str | None, content: byte
     containers (their entry list is at the end).
     """
     return by_type(declared_type) or by_name(name) or by_content(content)
+
+
+def file_reason(name: str | None, declared_type: str | None, file: BinaryIO) -> str | None:
+    """`executable_reason` of a part written whole to `file` (readable and seekable): its first bytes, and a ZIP's
+    entry list wherever the file ends, without reading it into memory."""
+    file.seek(0)
+    head = file.read(_HEAD_BYTES)
+    return by_type(declared_type) or by_name(name) or by_content(head, file)
 
 
 def by_type(declared_type: str | None) -> str | None:
@@ -121,12 +133,14 @@ def extensions(name: str) -> list[str]:
     return [ending.strip() for ending in base.split(".")[1:] if ending.strip()]
 
 
-def by_content(content: bytes) -> str | None:
+def by_content(content: bytes, whole: BinaryIO | None = None) -> str | None:
+    """What the bytes say: `content` is the part's start (or all of it); `whole`, when given, the whole part, for
+    a ZIP's entry list (at its end)."""
     if not content:
         return None
     if _SHEBANG.match(content):
         return "its first bytes start a script (#!)"
-    inside = _zip_inside(content)
+    inside = _zip_inside(whole if whole is not None else io.BytesIO(content))
     if inside is not None:
         return inside
     if _text(content[:_TEXT_SAMPLE]):
@@ -154,10 +168,10 @@ def _text(sample: bytes) -> bool:
     return not _CONTROLS.search(text)
 
 
-def _zip_inside(content: bytes) -> str | None:
+def _zip_inside(source: BinaryIO) -> str | None:
     """For a readable ZIP (wherever its directory is: also one appended to an image), what its entries make of it."""
     try:
-        with zipfile.ZipFile(io.BytesIO(content)) as archive:
+        with zipfile.ZipFile(source) as archive:
             names = archive.namelist()
     except _ZIP_ERRORS:
         return None

@@ -87,6 +87,17 @@ class AttachmentInfo(BaseModel):
     filename: SenderLine | None = Field(description="File name as the sender gave it, decoded; may be absent.")
     content_type: str = Field(alias="type", description="MIME type, e.g. application/pdf.")
     size: int = Field(description="Approximate size in bytes once decoded.")
+    executable: bool = Field(
+        default=False,
+        description="True when its declared type, its name or its first bytes say it runs when opened (a program, "
+        "a script, macros): get_attachments and resources/read hold it back unless the operator allows such files.",
+    )
+    executable_reason: str | None = Field(default=None, description="Why it runs when opened; null when it does not.")
+    uri: str | None = Field(
+        default=None,
+        description="The attachment as an MCP resource (an RFC 5092 IMAP URL): resources/read returns its bytes "
+        "without marking the message read.",
+    )
 
     model_config = {"populate_by_name": True}
 

@@ -25,7 +25,6 @@ from ..imap.kept_flags import said_kept
 from ..imap.mailboxes import list_mailboxes
 from ..imap.pool import ImapPool
 from ..imap.session import Session
-from ..reading.attachments import INLINE_LIMIT_BYTES
 from .reading import DEFAULT_MAX_CHARS, DEFAULT_PAGE_SIZE, MAX_MAX_CHARS, MAX_PAGE_SIZE
 from .registry import SERVER_INFO_TOOL, TOOLS, Capability, Readiness, ServerFacts, Verdict, offer, settings_on
 
@@ -120,7 +119,10 @@ class LimitsInfo(BaseModel):
     search_page_max: int
     max_chars_default: int
     max_chars_max: int
-    inline_attachment_bytes: int = Field(description="Attachment bytes returned inline per get_attachments call.")
+    inline_attachment_bytes: int = Field(
+        description="Attachment bytes returned inline per get_attachments call or resources/read "
+        "(IMAP_MAX_ATTACHMENT_BYTES)."
+    )
     attachments: Literal["inline", "files"] = Field(description="files: get_attachments writes to IMAP_DOWNLOAD_DIR.")
 
 
@@ -216,7 +218,7 @@ def _limits(account: Account) -> LimitsInfo:
         search_page_max=MAX_PAGE_SIZE,
         max_chars_default=DEFAULT_MAX_CHARS,
         max_chars_max=MAX_MAX_CHARS,
-        inline_attachment_bytes=INLINE_LIMIT_BYTES,
+        inline_attachment_bytes=account.settings.max_attachment_bytes,
         attachments="files" if account.settings.download_dir else "inline",
     )
 

@@ -24,26 +24,30 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
-from urllib.parse import quote
 
 import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.types import BlobResourceContents, CallToolResult, EmbeddedResource, TextContent
+from mcp.types import BlobResourceContents, CallToolResult, EmbeddedResource, ResourceLink, TextContent
 from pydantic import Field
 
+from ..config import DEFAULT_MAX_ATTACHMENT_BYTES
 from ..imap.lookup import MessageSelection, resolve_one
 from ..imap.message_ids import MessageRef, decode_id
 from ..imap.pool import Examined, ImapPool, InMailbox, NoSuchMailbox
 from ..imap.session import Session
 from ..logs import get_logger
 from ..reading.attachments import (
-    INLINE_LIMIT_BYTES,
+    ALLOW_EXECUTABLES,
     AttachmentFile,
     AttachmentsResult,
     FetchTally,
+    Skipped,
     blob,
     chosen_parts,
+    deliverable,
     inline_parts,
+    judged_content,
+    judged_parts,
     message_attachments,
     write_part,
 )
@@ -51,7 +55,8 @@ from ..reading.body_choice import BodyFormat
 from ..reading.fence import fenced_result, fenced_text
 from ..reading.lookalikes import SentDomains
 from ..reading.new_messages import NewMessages, list_new
-from ..reading.reader import MessageContent, ThreadCount, fetch_message, message_content
+from ..reading.reader import AttachmentInfo, FetchedMessage, MessageContent, ThreadCount, fetch_message, message_content
+from ..reading.resources import authority, part_uri
 from ..reading.search import SearchPage, search_page
 from ..reading.search_cache import OrderCache
 from ..reading.summaries import SummaryCache, judged
@@ -215,7 +220,46 @@ def register_search(mcp: MCPServer, pool: ImapPool, judging: Judging) -> None:
         return fenced_result(page)
 
 
-def register_get_message(mcp: MCPServer, pool: ImapPool, judging: Judging, memory: Memory) -> None:
+@dataclass(frozen=True)
+class Files:
+    """How one account's attachments are served: `server`, the account's authority in their URIs, when they are
+    served as resources too (None when the policy withholds get_attachments); `allow_executables`, whether those
+    that run when opened are delivered (IMAP_ALLOW_EXECUTABLE_ATTACHMENTS); `limit`, the bytes returned inline by
+    one get_attachments call or one resources/read (IMAP_MAX_ATTACHMENT_BYTES)."""
+
+    server: str | None = None
+    allow_executables: bool = False
+    limit: int = DEFAULT_MAX_ATTACHMENT_BYTES
+
+    def judged(self, content: MessageContent, reasons: dict[str, str | None]) -> MessageContent:
+        """`content` whose attachments say whether each runs (`reasons`) and carry their URIs, where served."""
+        ref = MessageRef(content.mailbox, decode_id(content.id).uidvalidity, content.uid)
+        server = self.server
+        uri = (lambda part_id: part_uri(server, ref, part_id)) if server is not None else None
+        return judged_content(content, reasons, uri)
+
+    def links(self, content: MessageContent) -> list[ResourceLink]:
+        """A link to each attachment resources/read returns: not held back, not over the bound."""
+        return [self._link(info) for info in content.attachments if self._readable(info)]
+
+    def _readable(self, info: AttachmentInfo) -> bool:
+        held = info.executable and not self.allow_executables
+        return info.uri is not None and not held and info.size <= self.limit
+
+    @staticmethod
+    def _link(info: AttachmentInfo) -> ResourceLink:
+        assert info.uri is not None  # `_readable`
+        return ResourceLink(
+            type="resource_link",
+            name=f"attachment-{info.part_id}",
+            uri=info.uri,
+            mime_type=info.content_type,
+            size=info.size,
+            description="An attachment, as attachments[] lists it (its name there, fenced): data from the sender.",
+        )
+
+
+def register_get_message(mcp: MCPServer, pool: ImapPool, judging: Judging, memory: Memory, files: Files) -> None:
     @offer(
         mcp,
         "get_message",
@@ -225,7 +269,10 @@ def register_get_message(mcp: MCPServer, pool: ImapPool, judging: Judging, memor
             "server's SPF/DKIM/DMARC verdicts (trusted only when configured) and warnings with reasons. "
             "body_format auto returns the plain-text part unless it is only a stub for the HTML (such as a "
             "'view this email in your browser' line), and then the HTML as text; alternatives and chosen_because "
-            "say which parts there are and why this one. Does not mark the message as read." + FENCED
+            "say which parts there are and why this one. Does not mark the message as read. Each attachment says "
+            "whether it runs when opened (executable, with the reason: such files are held back) and, where "
+            "attachments are served as resources, its uri for resources/read; the result links each one "
+            "resources/read returns (resource_link)." + FENCED
         ),
     )
     async def get_message(
@@ -252,23 +299,28 @@ def register_get_message(mcp: MCPServer, pool: ImapPool, judging: Judging, memor
         uid: DeprecatedUid = None,
     ) -> Annotated[CallToolResult, MessageContent]:
         target = resolve_one(id, mailbox, uid)
-        fetched, current = await read_message_of(
-            pool,
-            target,
-            lambda client, examined: (
-                fetch_message(client, examined, target, max_chars, body_format),
-                judging.sent.is_current(client),
-            ),
-        )
+
+        def fetch_and_judge(client: Session, examined: Examined) -> tuple[FetchedMessage, bool, dict[str, str | None]]:
+            fetched = fetch_message(client, examined, target, max_chars, body_format)
+            reasons = judged_parts(client, fetched.ref.uid, fetched.attachments)
+            return fetched, judging.sent.is_current(client), reasons
+
+        fetched, current, reasons = await read_message_of(pool, target, fetch_and_judge)
         thread = None
         if include_thread_count:
             counted = thread_of(await ConversationReads(pool, fetched.ref).gather(memory), DEFAULT_MAX_MESSAGES)
             thread = ThreadCount(count=counted.total, complete=counted.complete)
         judge = await judging.judge(pool, current)
+
+        def answer() -> CallToolResult:
+            content = files.judged(message_content(fetched, max_chars, judge), reasons)
+            content = content.model_copy(update={"thread": thread})
+            result = fenced_result(content)
+            result.content += files.links(content)
+            return result
+
         # converting HTML takes time: done after the connection went back to the pool, off the event loop
-        return await anyio.to_thread.run_sync(
-            lambda: fenced_result(message_content(fetched, max_chars, judge).model_copy(update={"thread": thread}))
-        )
+        return await anyio.to_thread.run_sync(answer)
 
 
 def register_get_thread(mcp: MCPServer, pool: ImapPool, judging: Judging, memory: Memory) -> None:
@@ -308,12 +360,6 @@ def register_get_thread(mcp: MCPServer, pool: ImapPool, judging: Judging, memory
         return fenced_result(thread)
 
 
-def _resource_uri(host: str, ref: MessageRef, part_id: str) -> str:
-    """An RFC 5092 IMAP URL naming the part."""
-    box = quote(ref.mailbox, safe="")
-    return f"imap://{host}/{box};UIDVALIDITY={ref.uidvalidity}/;UID={ref.uid}/;SECTION={part_id}"
-
-
 def _download(
     client: Session,
     examined: Examined,
@@ -321,16 +367,23 @@ def _download(
     part_ids: list[str] | None,
     directory: Path,
     report: Callable[[int, int], None],
+    allow_executables: bool,
 ) -> AttachmentsResult:
-    """Each chosen part written to a new file; a cancelled call stops after the piece being fetched, and the
-    file being written goes (those written whole stay)."""
+    """Each chosen part written to a new file, but those that run when opened; a cancelled call stops after the
+    piece being fetched, and the file being written goes (those written whole stay)."""
     uid, found = message_attachments(client, examined, target)
-    parts = chosen_parts(found, part_ids)
-    tally = FetchTally(parts, report)
+    wanted, skipped = deliverable(client, uid, chosen_parts(found, part_ids), allow_executables)
+    tally = FetchTally([j.part for j in wanted], report)
     files: list[AttachmentFile] = []
     try:
-        for part in parts:
-            files.append(write_part(client, uid, part, directory, tally.fetching(part)))
+        for judged in wanted:
+            written = write_part(
+                client, uid, judged.part, directory, tally.fetching(judged.part), allow_executables, judged.reason
+            )
+            if isinstance(written, Skipped):
+                skipped.append(written)
+            else:
+                files.append(written)
             tally.part_done()
     except CallCancelled:
         get_logger().info(
@@ -344,7 +397,7 @@ def _download(
         )
         raise
     ref = MessageRef(examined.mailbox, examined.uidvalidity, uid)
-    return AttachmentsResult(id=ref.id, delivered=files, skipped=[], inline_limit_bytes=None)
+    return AttachmentsResult(id=ref.id, delivered=files, skipped=skipped, inline_limit_bytes=None)
 
 
 def _inline(
@@ -352,29 +405,39 @@ def _inline(
     examined: Examined,
     target: MessageSelection,
     part_ids: list[str] | None,
-    host: str,
+    server: str,
     report: Callable[[int, int], None],
+    files: Files,
 ) -> CallToolResult:
     uid, found = message_attachments(client, examined, target)
-    kept, skipped = inline_parts(client, uid, chosen_parts(found, part_ids), report)
+    kept, skipped = inline_parts(
+        client, uid, chosen_parts(found, part_ids), report, files.limit, files.allow_executables
+    )
     ref = MessageRef(examined.mailbox, examined.uidvalidity, uid)
     result = AttachmentsResult(
         id=ref.id,
         delivered=[
-            AttachmentFile(part_id=p.part_id, filename=p.filename, content_type=p.content_type, size=len(data))
-            for p, data in kept
+            AttachmentFile(
+                part_id=p.part.part_id,
+                filename=p.part.filename,
+                content_type=p.part.content_type,
+                size=len(p.data),
+                executable=p.reason is not None,
+                executable_reason=p.reason,
+            )
+            for p in kept
         ],
         skipped=skipped,
-        inline_limit_bytes=INLINE_LIMIT_BYTES,
+        inline_limit_bytes=files.limit,
     )
     resources = [
         EmbeddedResource(
             type="resource",
             resource=BlobResourceContents(
-                uri=_resource_uri(host, ref, p.part_id), mime_type=p.content_type, blob=blob(data)
+                uri=part_uri(server, ref, p.part.part_id), mime_type=p.part.content_type, blob=blob(p.data)
             ),
         )
-        for p, data in kept
+        for p in kept
     ]
     dumped = result.model_dump(mode="json", by_alias=True)
     return CallToolResult(
@@ -382,12 +445,19 @@ def _inline(
     )
 
 
-def register_get_attachments(mcp: MCPServer, pool: ImapPool, download_dir: Path | None) -> None:
+def register_get_attachments(mcp: MCPServer, pool: ImapPool, download_dir: Path | None, files: Files) -> None:
     where = (
         f"writes them as new files in {download_dir} (never overwriting) and returns their paths"
         if download_dir
-        else f"returns them inline as embedded resources (base64), at most {INLINE_LIMIT_BYTES} bytes per call; "
+        else f"returns them inline as embedded resources (base64), at most {files.limit} bytes per call; "
         "larger ones are listed as skipped"
+    )
+    executables = (
+        "Attachments that run when opened (programs, scripts, macros: by type, name or bytes) are delivered, "
+        "marked executable with the reason."
+        if files.allow_executables
+        else "Attachments that run when opened (programs, scripts, macros: by type, name or bytes) are held back: "
+        f"listed as skipped, executable, with the reason (the operator can allow them: {ALLOW_EXECUTABLES})."
     )
 
     @offer(
@@ -395,8 +465,8 @@ def register_get_attachments(mcp: MCPServer, pool: ImapPool, download_dir: Path 
         "get_attachments",
         writes=download_dir is not None,
         description=(
-            f"Fetch a message's attachments (all, or the part ids get_message listed): {where}. Does not mark "
-            "the message as read. Attachment contents and names come from the sender." + FENCED
+            f"Fetch a message's attachments (all, or the part ids get_message listed): {where}. {executables} "
+            "Does not mark the message as read. Attachment contents and names come from the sender." + FENCED
         ),
     )
     async def get_attachments(
@@ -414,7 +484,12 @@ def register_get_attachments(mcp: MCPServer, pool: ImapPool, download_dir: Path 
         what = f"get_attachments: mailbox={target.mailbox!r}"
         if download_dir is not None:
             download = functools.partial(
-                _download, target=target, part_ids=part_ids, directory=download_dir, report=report
+                _download,
+                target=target,
+                part_ids=part_ids,
+                directory=download_dir,
+                report=report,
+                allow_executables=files.allow_executables,
             )
             # never retried: a second run after a dropped connection would write every file again
             written = await noting_cancellation(
@@ -423,7 +498,14 @@ def register_get_attachments(mcp: MCPServer, pool: ImapPool, download_dir: Path 
                 "stopping after the piece being fetched; the file being written is removed",
             )
             return fenced_result(written)
-        inline = functools.partial(_inline, target=target, part_ids=part_ids, host=pool.settings.host, report=report)
+        inline = functools.partial(
+            _inline,
+            target=target,
+            part_ids=part_ids,
+            server=authority(pool.settings),
+            report=report,
+            files=files,
+        )
         return await noting_cancellation(
             lambda: read_message_of(pool, target, inline), what, "stopping after the piece being fetched"
         )
@@ -464,12 +546,15 @@ def register(
     download_dir: Path | None = None,
     trusted_authserv_ids: tuple[str, ...] = (),
     own_domains: tuple[str, ...] = (),
+    files: Files | None = None,
 ) -> None:
-    """Register the reading tools; `trusted_authserv_ids` and `own_domains` are what mail is judged against."""
+    """Register the reading tools; `trusted_authserv_ids` and `own_domains` are what mail is judged against, `files`
+    how attachments are served (default: not as resources, none that runs)."""
     judging = Judging(trusted_authserv_ids, SentDomains(own_domains))
+    files = files or Files()
     memory = Memory()  # get_thread's, shared with get_message's thread count
     register_search(mcp, pool, judging)
-    register_get_message(mcp, pool, judging, memory)
+    register_get_message(mcp, pool, judging, memory, files)
     register_get_thread(mcp, pool, judging, memory)
-    register_get_attachments(mcp, pool, download_dir)
+    register_get_attachments(mcp, pool, download_dir, files)
     register_list_new_messages(mcp, pool, judging)

@@ -30,12 +30,13 @@ from mcp import Client
 from mcp.client.stdio import stdio_client
 from mcp.types import EmbeddedResource
 
+from imap_mcp.server.config import DEFAULT_MAX_ATTACHMENT_BYTES as INLINE_LIMIT_BYTES
 from imap_mcp.server.config import ImapSettings
 from imap_mcp.server.demo.sample_mail import TINY_PNG
 from imap_mcp.server.imap.connection import connect
 from imap_mcp.server.imap.message_ids import decode_id
 from imap_mcp.server.imap.pool import ImapPool
-from imap_mcp.server.reading.attachments import CHUNK_BYTES, INLINE_LIMIT_BYTES
+from imap_mcp.server.reading.attachments import CHUNK_BYTES
 
 pytestmark = pytest.mark.anyio
 
@@ -182,10 +183,11 @@ async def test_a_stale_or_malformed_id_is_refused(account: Account) -> None:
 
 
 class DropsOnPart:
-    """A connector whose connections drop (the socket shut down) when `armed` and part `part_id` is fetched."""
+    """A connector whose connections drop (the socket shut down) when `armed` and part `part_id` is fetched (its
+    first piece; not its first bytes, which are judged before anything is fetched whole)."""
 
     def __init__(self, part_id: str) -> None:
-        self.item = f"BODY.PEEK[{part_id}]"
+        self.item = f"BODY.PEEK[{part_id}]<0.{CHUNK_BYTES}>"
         self.armed = False
 
     def __call__(self, settings: ImapSettings) -> IMAPClient:

@@ -4,46 +4,32 @@ from __future__ import annotations
 
 import io
 import sys
-import zipfile
 
 import pytest
+from executable_corpus import (
+    DOCM,
+    DOCX,
+    DOCX_TYPE,
+    ELF,
+    GZIP,
+    JAR,
+    JAVA_CLASS,
+    JPEG,
+    LNK,
+    MACH_O,
+    MACH_O_32,
+    PDF,
+    PE,
+    PNG,
+    XLSM_XLM,
+    XLSX,
+    ZIP_OF_TEXTS,
+    padded_jar,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from imap_mcp.server.reading.executables import executable_reason, extensions
-
-#: the first bytes of programs, as their formats define them (a DOS stub with its PE header; ELF; Mach-O; a shortcut)
-PE = (
-    b"MZ\x90\x00\x03\x00\x00\x00\x04\x00\x00\x00\xff\xff\x00\x00\xb8" + b"\x00" * 43 + b"\x80\x00\x00\x00"
-    + b"\x00" * 64 + b"PE\x00\x00\x4c\x01" + b"\x00" * 200
-)  # fmt: skip
-ELF = b"\x7fELF\x02\x01\x01\x00" + b"\x00" * 8 + b"\x02\x00\x3e\x00" + b"\x00" * 100
-MACH_O = b"\xcf\xfa\xed\xfe\x07\x00\x00\x01" + b"\x00" * 100
-MACH_O_32 = b"\xfe\xed\xfa\xce" + b"\x00" * 100
-LNK = b"L\x00\x00\x00\x01\x14\x02\x00\x00\x00\x00\x00\xc0\x00\x00\x00\x00\x00\x00F" + b"\x00" * 60
-JAVA_CLASS = b"\xca\xfe\xba\xbe\x00\x00\x00\x34" + b"\x00" * 40
-PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + b"\x00" * 64
-PDF = b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj\n<< /Type /Catalog >>\nendobj\n"
-JPEG = b"\xff\xd8\xff\xe0\x00\x10JFIF\x00\x01\x01" + b"\x00" * 64
-GZIP = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03" + b"\x00" * 32
-
-
-def _zip(*entries: str) -> bytes:
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        for entry in entries:
-            archive.writestr(entry, b"x" * 64)
-    return buffer.getvalue()
-
-
-JAR = _zip("META-INF/MANIFEST.MF", "com/example/Main.class")
-DOCM = _zip("[Content_Types].xml", "word/document.xml", "word/vbaProject.bin")
-XLSM_XLM = _zip("[Content_Types].xml", "xl/workbook.xml", "xl/macrosheets/sheet1.xml")
-DOCX = _zip("[Content_Types].xml", "_rels/.rels", "word/document.xml")
-XLSX = _zip("[Content_Types].xml", "xl/workbook.xml", "xl/worksheets/sheet1.xml")
-ZIP_OF_TEXTS = _zip("notes.txt", "minutes/2026-01.txt")
-
-DOCX_TYPE = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+from imap_mcp.server.reading.executables import executable_reason, extensions, file_reason
 
 HELD_BACK = [
     # extension tricks
@@ -130,6 +116,16 @@ def test_the_reason_names_what_gave_it_away() -> None:
     assert "Windows" in (executable_reason("a.pdf", "application/pdf", PE) or "")
     assert "Java archive" in (executable_reason("a.zip", "application/zip", JAR) or "")
     assert "macros" in (executable_reason("a.docx", None, DOCM) or "")
+
+
+def test_a_file_is_judged_by_its_start_and_a_zip_by_its_entry_list_at_its_end() -> None:
+    """A part written to a file is judged without reading it whole; a JAR's first bytes are any ZIP's."""
+    jar = padded_jar()
+    assert executable_reason("report.zip", "application/zip", jar[:4096]) is None
+    assert "Java archive" in (file_reason("report.zip", "application/zip", io.BytesIO(jar)) or "")
+    assert "Windows" in (file_reason("invoice.pdf", "application/pdf", io.BytesIO(PE)) or "")
+    assert file_reason("letter.docx", DOCX_TYPE, io.BytesIO(DOCX)) is None
+    assert ".exe" in (file_reason("a.pdf.exe", "application/pdf", io.BytesIO(PDF)) or "")
 
 
 def test_every_ending_of_a_name_is_read() -> None:

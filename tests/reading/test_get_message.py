@@ -15,6 +15,7 @@ from mcp import Client
 from imap_mcp.server.imap.fetch import fetch
 from imap_mcp.server.imap.message_ids import MessageRef, decode_id, encode_id
 from imap_mcp.server.imap.pool import ImapPool
+from imap_mcp.server.reading.resources import authority, part_uri
 
 pytestmark = pytest.mark.anyio
 
@@ -86,9 +87,21 @@ async def test_an_html_only_message_is_converted_to_readable_text(account: Accou
 
 async def test_nested_multipart_reads_the_text_and_lists_the_attachment(account: Account) -> None:
     async with served(account) as client:
-        message = await read(client, id=(await ids_by_subject(client))["Photos from the trip"])
+        message_id = (await ids_by_subject(client))["Photos from the trip"]
+        message = await read(client, id=message_id)
     assert message["body"]["text"] == "Two photos from the trip.\n"
-    assert message["attachments"] == [{"part_id": "2", "filename": "beach.png", "type": "image/png", "size": 70}]
+    uri = part_uri(authority(account.imap_settings()), decode_id(message_id), "2")
+    assert message["attachments"] == [
+        {
+            "part_id": "2",
+            "filename": "beach.png",
+            "type": "image/png",
+            "size": 70,
+            "executable": False,
+            "executable_reason": None,
+            "uri": uri,
+        }
+    ]
 
 
 async def test_attachments_with_non_ascii_file_names_are_listed_decoded(account: Account) -> None:
