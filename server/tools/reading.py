@@ -97,9 +97,10 @@ class Judging:
     sent: SentDomains
 
     async def judge(self, pool: ImapPool, current: bool) -> Judge:
-        """The judge for a call whose operation found the known domains `current` (else they are read first)."""
+        """The judge for a call whose operation found the known domains `current` (else they are read first, on
+        another connection while the pool has room: reading Sent there keeps the caller's mailbox examined)."""
         if not current:
-            await pool.run(self.sent.refresh)
+            await pool.run(self.sent.refresh, spare_kept=True)
         return Judge(self.trusted_authserv_ids, self.sent.known, frozenset(TOOL_NAMES))
 
 

@@ -175,7 +175,7 @@ async def test_resources_read_refuses_every_disguise_and_returns_the_ordinary_fi
     for error in refused.values():
         assert error.error.code == -32602 and "held back: it may run when opened" in error.error.message
         assert "IMAP_ALLOW_EXECUTABLE_ATTACHMENTS=true" in error.error.message
-        assert error.error.data["uri"].startswith("imap://")  # type: ignore[index]
+        assert error.error.data["uri"].startswith("imap://")
     assert [base64.b64decode(r.contents[0].blob) for r in ordinary] == [data for _, _, data in HARMLESS]  # type: ignore[union-attr]
 
 
