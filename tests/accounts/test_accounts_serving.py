@@ -34,7 +34,7 @@ from mcp.types import ElicitResult, InputRequiredResult
 
 from imap_mcp.server.demo.dovecot import Dovecot
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 YES = {"approval": ElicitResult(action="accept", content={"approve": True})}
 

@@ -30,6 +30,7 @@ def failed_line(lines: list[str]) -> str:
     return failed[0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tls", ["implicit", "starttls"])
 def test_the_working_settings_are_ready_with_every_step_ok(account: Account, tls: str) -> None:
     code, lines = check(account.env(tls))  # type: ignore[arg-type]
@@ -50,6 +51,7 @@ def test_the_working_settings_are_ready_with_every_step_ok(account: Account, tls
     assert lines[-1].startswith("imap-mcp check: ready")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("change", "step", "names"),
     [
@@ -71,6 +73,7 @@ def test_a_failing_step_exits_1_naming_the_setting(
     assert lines[-1].startswith("imap-mcp check: not ready")
 
 
+@pytest.mark.slow
 def test_a_closed_port_names_imap_port(account: Account) -> None:
     code, lines = check(account.env(IMAP_PORT=str(free_port())))
     assert code == 1
@@ -78,6 +81,7 @@ def test_a_closed_port_names_imap_port(account: Account) -> None:
     assert "IMAP TCP" in line and "refused the connection" in line and "IMAP_PORT" in line
 
 
+@pytest.mark.slow
 def test_implicit_tls_against_a_plain_port_names_imap_tls(account: Account) -> None:
     code, lines = check(account.env("implicit", IMAP_PORT=str(account.dovecot.port)))
     assert code == 1
@@ -85,6 +89,7 @@ def test_implicit_tls_against_a_plain_port_names_imap_tls(account: Account) -> N
     assert "IMAP TLS" in line and "does not speak implicit TLS" in line and "IMAP_TLS=starttls" in line
 
 
+@pytest.mark.slow
 def test_a_server_that_never_answers_names_imap_timeout(account: Account, silent_port: int) -> None:
     code, lines = check(account.env(IMAP_PORT=str(silent_port), IMAP_TIMEOUT="0.5"))
     assert code == 1
@@ -102,6 +107,7 @@ async def test_a_tool_call_against_a_silent_server_names_imap_timeout(account: A
     assert "_ssl.c" not in said and "timed out" not in said
 
 
+@pytest.mark.slow
 def test_starttls_against_the_implicit_tls_port_times_out_waiting_for_the_greeting(account: Account) -> None:
     code, lines = check(account.env("starttls", IMAP_PORT=str(account.dovecot.tls_port), IMAP_TIMEOUT="0.5"))
     assert code == 1
@@ -109,6 +115,7 @@ def test_starttls_against_the_implicit_tls_port_times_out_waiting_for_the_greeti
     assert "IMAP greeting" in line and "IMAP_TIMEOUT=0.5 s while waiting for the IMAP greeting" in line
 
 
+@pytest.mark.slow
 def test_missing_capabilities_are_warnings_saying_what_changes() -> None:
     dovecot: Dovecot = start_dovecot(hide_move=True)
     try:
@@ -122,6 +129,7 @@ def test_missing_capabilities_are_warnings_saying_what_changes() -> None:
     assert "without MOVE" in warning and "without UIDPLUS, permanent deletes are refused" in warning
 
 
+@pytest.mark.slow
 def test_smtp_with_starttls_and_auth_is_checked_and_nothing_is_sent(account: Account) -> None:
     with CaptureSMTP(auth=(account.username, account.password), starttls=True) as smtp:
         code, lines = check(account.env(**smtp.env(), SMTP_FROM=SENDER))
@@ -134,6 +142,7 @@ def test_smtp_with_starttls_and_auth_is_checked_and_nothing_is_sent(account: Acc
     assert f"login as {account.username!r} accepted" in smtp_lines[3]
 
 
+@pytest.mark.slow
 def test_smtp_with_implicit_tls_is_checked(account: Account) -> None:
     with CaptureSMTP(auth=(account.username, account.password), implicit_tls=True) as smtp:
         code, lines = check(account.env(**smtp.env(), SMTP_FROM=SENDER))
@@ -141,6 +150,7 @@ def test_smtp_with_implicit_tls_is_checked(account: Account) -> None:
     assert any(line.startswith("ok") and "SMTP TLS" in line and "implicit TLS" in line for line in lines)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("fault", "step", "names"),
     [
@@ -171,6 +181,7 @@ def test_a_failing_smtp_step_exits_1_naming_the_setting(
     assert all(line.startswith("ok") for line in lines if line.split()[1] == "IMAP")
 
 
+@pytest.mark.slow
 def test_a_bad_setting_exits_2_before_any_connection(account: Account) -> None:
     done = run_cli(account.env(IMAP_TLS="ssl"), "check")
     assert done.returncode == 2 and "IMAP_TLS" in done.stderr and done.stdout == ""

@@ -14,6 +14,8 @@ from imap_mcp.server.outgoing.compose import build_message, parse_address, parse
 from imap_mcp.server.outgoing.sent_mailbox import SEEN, fetch_original, file_sent_copy, mark_answered, sent_mailbox
 from imap_mcp.server.reading.reader import MessageGone
 
+pytestmark = pytest.mark.matrix
+
 
 @pytest.fixture
 def sent(account: Account) -> str:

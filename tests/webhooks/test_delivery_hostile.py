@@ -79,6 +79,7 @@ def test_a_redirect_is_a_failure_and_is_not_followed(
     assert_no_secret([*server_log.lines, row.last_error], secret)
 
 
+@pytest.mark.slow
 def test_a_trickling_receiver_fails_the_attempt_at_its_deadline(
     hook_settings: WebhookSettings,
     store: Store,
