@@ -6,7 +6,7 @@ Which servers (the rule; `_servers_for`):
   (what a server lists, finds, stores, names, refuses, how it orders or renumbers): it runs on every server of
   `SERVERS`, once each (`test_x[dovecot]`, `test_x[cyrus]`, ...).
 - `@pytest.mark.servers(*names, reason=...)`: a matrix test about what only these servers do or lack.
-- `@pytest.mark.dovecot_only(reason=...)`: a test about Dovecot itself (its log, doveadm), in a matrix module too.
+- `@pytest.mark.dovecot_only(reason=...)`: a test about Dovecot itself (its log, doveadm), whatever its module says.
 - no marker: Dovecot only. Arguments refused before any IMAP command is sent, dialog texts, annotations,
   transports (stdio, HTTP), the approval ledger, anything that would run the same on every server.
 
