@@ -1,3 +1,27 @@
+"""The suite's servers and lanes: which IMAP servers each test runs on, and what the fast lane leaves out.
+
+Which servers (the rule; `_servers_for`):
+
+- `@pytest.mark.matrix`: a test whose outcome depends on the IMAP server's answers, a behaviour on the wire
+  (what a server lists, finds, stores, names, refuses, how it orders or renumbers): it runs on every server of
+  `SERVERS`, once each (`test_x[dovecot]`, `test_x[cyrus]`, ...).
+- `@pytest.mark.servers(*names, reason=...)`: a matrix test about what only these servers do or lack.
+- `@pytest.mark.dovecot_only(reason=...)`: a test about Dovecot itself (its log, doveadm), whatever its module says.
+- no marker: Dovecot only. Arguments refused before any IMAP command is sent, dialog texts, annotations,
+  transports (stdio, HTTP), the approval ledger, anything that would run the same on every server.
+
+So every test runs at least on Dovecot, but for one narrowed to other servers by `servers(...)`. The closest
+marker wins (a test's own over its module's `pytestmark`). A test marked `matrix` must take `mail_server`
+(through `account` or `empty_account`): one that talks to no server of the matrix has no answer to compare.
+
+The lanes (`scripts/dev test` runs the full one, CI too; `scripts/dev test --fast` passes `--fast`):
+
+- full: every test, matrix tests on every server.
+- fast (`--fast`): leaves out the tests marked `@pytest.mark.slow` (more than a few seconds: subprocess
+  servers, gateways, the conformance suite, the installed wheel, watcher kills, replicas) and runs the matrix
+  tests on Dovecot only; their other servers' runs are deselected, so the ids are the full lane's.
+"""
+
 from __future__ import annotations
 
 import contextlib
@@ -20,30 +44,16 @@ from smtp_capture import SENDER, CaptureSMTP
 
 from imap_mcp.server.demo.dovecot import Dovecot
 
-#: the server matrix: every behaviour test runs against each of these real IMAP servers
+#: the server matrix: every test marked `matrix` runs against each of these real IMAP servers
 SERVERS = ("dovecot", "cyrus", "courier", "mailutils")
-#: test modules whose tests (those that take `account`, `empty_account` or `mail_server`) run on every server
-MATRIX_MODULES = {
-    "test_attachments",
-    "test_delete_messages",
-    "test_deprecated_forms",
-    "test_drafts",
-    "test_flags",
-    "test_get_message",
-    "test_get_message_lookup",
-    "test_list_mailboxes",
-    "test_manage_mailbox",
-    "test_move_messages",
-    "test_new_messages",
-    "test_outgoing_mailbox",
-    "test_outgoing_reply",
-    "test_reply_to_message",
-    "test_search",
-    "test_search_cache",
-    "test_send_message",
-    "test_server_matrix",
-    "test_summary_cache",
-}
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--fast",
+        action="store_true",
+        help="the fast lane: leave out tests marked slow, and run the matrix tests on Dovecot only",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -85,21 +95,43 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 
 def _servers_for(metafunc: pytest.Metafunc) -> tuple[str, ...]:
-    """The servers a test runs on: the matrix in a matrix module, unless a marker narrows it."""
-    if metafunc.definition.get_closest_marker("dovecot_only"):
+    """The servers a test runs on, by the rule of this module's docstring."""
+    definition = metafunc.definition
+    if definition.get_closest_marker("dovecot_only"):
         return ("dovecot",)
-    narrowed = metafunc.definition.get_closest_marker("servers")
+    narrowed = definition.get_closest_marker("servers")
     if narrowed is not None:
         return tuple(narrowed.args)
-    in_matrix = metafunc.module.__name__.rpartition(".")[2] in MATRIX_MODULES
-    return SERVERS if in_matrix else ("dovecot",)
+    return SERVERS if definition.get_closest_marker("matrix") else ("dovecot",)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "mail_server" in metafunc.fixturenames:
-        servers = _servers_for(metafunc)
-        if servers != ("dovecot",) or metafunc.definition.get_closest_marker("servers"):
-            metafunc.parametrize("mail_server", servers, indirect=True)
+    if "mail_server" not in metafunc.fixturenames:
+        if metafunc.definition.get_closest_marker("matrix"):
+            raise pytest.Collector.CollectError(
+                f"{metafunc.definition.nodeid} is marked matrix but talks to no server of the matrix: "
+                "give it `account`, `empty_account` or `mail_server`, or take the marker off"
+            )
+        return
+    servers = _servers_for(metafunc)
+    if servers != ("dovecot",) or metafunc.definition.get_closest_marker("servers"):
+        metafunc.parametrize("mail_server", servers, indirect=True)
+
+
+def _left_out_of_the_fast_lane(item: pytest.Item) -> bool:
+    """A slow test, or a matrix test's run on a server other than Dovecot."""
+    callspec = getattr(item, "callspec", None)
+    server = callspec.params.get("mail_server", "dovecot") if callspec is not None else "dovecot"
+    return server != "dovecot" or item.get_closest_marker("slow") is not None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not config.getoption("fast"):
+        return
+    kept = [item for item in items if not _left_out_of_the_fast_lane(item)]
+    if len(kept) < len(items):
+        config.hook.pytest_deselected(items=[item for item in items if _left_out_of_the_fast_lane(item)])
+        items[:] = kept
 
 
 @pytest.fixture(scope="session")
@@ -158,7 +190,7 @@ def matrix_servers(dovecot: Dovecot) -> Iterator[MatrixServers]:
 
 @pytest.fixture
 def mail_server(request: pytest.FixtureRequest, matrix_servers: MatrixServers) -> MailServer:
-    """The IMAP server this test runs against: each of `SERVERS` in a matrix module, else Dovecot."""
+    """The IMAP server this test runs against: each of its servers for a matrix test (`_servers_for`), else Dovecot."""
     return matrix_servers.get(getattr(request, "param", "dovecot"))
 
 

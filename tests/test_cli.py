@@ -15,6 +15,7 @@ from imap_mcp.server.demo.dovecot import free_port
 pytestmark = pytest.mark.anyio
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("change", "variable", "valid"),
     [
@@ -48,6 +49,7 @@ def test_a_bad_elicitation_value_exits_2_as_every_setting_does_beside_the_others
     assert "IMAP_HOST is not set" in done.stderr
 
 
+@pytest.mark.slow
 def test_missing_password_exits_2(account: Account) -> None:
     env = account.env()
     del env["IMAP_PASSWORD"]
@@ -56,6 +58,7 @@ def test_missing_password_exits_2(account: Account) -> None:
     assert "IMAP_PASSWORD is not set" in done.stderr
 
 
+@pytest.mark.slow
 def test_help_names_every_command() -> None:
     done = run_cli(dict(os.environ), "--help")
     assert done.returncode == 0
@@ -63,6 +66,7 @@ def test_help_names_every_command() -> None:
         assert command in done.stdout
 
 
+@pytest.mark.slow
 async def test_demo_serves_the_sample_mailbox() -> None:
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("IMAP_")}
@@ -89,6 +93,7 @@ async def test_demo_serves_the_sample_mailbox() -> None:
     assert process.returncode == 0, process.stderr.read()  # type: ignore[union-attr]
 
 
+@pytest.mark.slow
 def test_version_is_the_package_version() -> None:
     from importlib.metadata import version
 
@@ -96,6 +101,7 @@ def test_version_is_the_package_version() -> None:
     assert done.returncode == 0 and done.stdout.strip() == f"imap-mcp {version('imap-mcp')}"
 
 
+@pytest.mark.slow
 def test_each_command_says_what_it_does_and_shows_defaults() -> None:
     stdio = run_cli(dict(os.environ), "stdio", "--help").stdout
     assert "stdin/stdout" in stdio and "IMAP_HOST" in stdio

@@ -418,6 +418,7 @@ def healthcheck(container: Container, env: dict[str, str], port: int) -> subproc
     )
 
 
+@pytest.mark.slow
 async def test_the_image_alone_serves_as_its_user_with_its_store_in_the_state_volume(
     account: Account, container: Container
 ) -> None:
@@ -450,6 +451,7 @@ async def test_the_image_alone_serves_as_its_user_with_its_store_in_the_state_vo
     assert stat.S_IMODE(info.st_mode) == 0o600
 
 
+@pytest.mark.slow
 async def test_compose_replica_and_watcher_share_the_postgresql_store(
     account: Account, container: Container, postgres: PrivatePostgres
 ) -> None:

@@ -178,6 +178,7 @@ async def _until_not_in_progress(call: Callable[[], Awaitable[Any]], waiting: st
             await anyio.sleep(0.5)
 
 
+@pytest.mark.slow
 async def test_without_move_a_replay_after_a_cut_after_copy_completes_the_move(account: Account) -> None:
     ids = message_ids(account, "INBOX")[:3]
     before = census(account)
@@ -306,6 +307,7 @@ async def _replayed_until_settled(server: MCPServer, tool: str, arguments: dict[
                 await anyio.sleep(0.3)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("tool", "arguments", "hidden", "effect", "fault"), CASES)
 async def test_census_after_a_fault_and_replays(
     account: Account, tool: str, arguments: dict[str, Any], hidden: tuple[str, ...], effect: str, fault: Fault

@@ -25,7 +25,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from imap_mcp.server.demo.dovecot import Dovecot
 
-pytestmark = [pytest.mark.anyio, pytest.mark.xdist_group("contextforge")]
+pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.xdist_group("contextforge")]
 
 UPSTREAM_TOKEN = "contextforge-to-imap-mcp-token-7a41"
 ERAS = ("legacy", "2026-07-28")

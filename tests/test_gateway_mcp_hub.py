@@ -26,7 +26,8 @@ from mcp.shared.exceptions import MCPError
 
 from imap_mcp.server.demo.dovecot import Dovecot
 
-pytestmark = pytest.mark.anyio
+#: one worker starts the hub, once (`--dist loadgroup`): spread over two, each would start one
+pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.xdist_group("mcp_hub")]
 
 IMAP_MCP = Path(sys.executable).with_name("imap-mcp")  # the console script of the venv running the tests
 ENTRIES = ("imap", "remote")  # stdio, Streamable HTTP

@@ -49,6 +49,7 @@ def post(url: str, **extra_headers: str) -> httpx.Response:
     return httpx.post(url, headers=headers, json=body, timeout=10)
 
 
+@pytest.mark.slow
 def test_tokens_are_required_when_configured(account: Account) -> None:
     with http_server(account.env(IMAP_MCP_AUTH_TOKENS=f"{TOKEN_A},{TOKEN_B}")) as url:
         missing = post(url)
@@ -64,6 +65,7 @@ def test_tokens_are_required_when_configured(account: Account) -> None:
     assert health.status_code == 200
 
 
+@pytest.mark.slow
 def test_foreign_origin_is_refused(account: Account) -> None:
     with http_server(account.env()) as url:
         foreign = post(url, origin="https://evil.example")
@@ -72,6 +74,7 @@ def test_foreign_origin_is_refused(account: Account) -> None:
     assert local.status_code == 200
 
 
+@pytest.mark.slow
 def test_host_list(account: Account) -> None:
     with http_server(account.env()) as url:
         default_refuses = post(url, host="mcp.example.com")
@@ -85,6 +88,7 @@ def test_host_list(account: Account) -> None:
     assert other.status_code == 421
 
 
+@pytest.mark.slow
 async def test_sdk_client_with_a_token(account: Account) -> None:
     with http_server(account.env(IMAP_MCP_AUTH_TOKENS=TOKEN_A)) as url:
         async with (
@@ -157,6 +161,7 @@ class _lifespan:
         await self._group.__aexit__(None, None, None)
 
 
+@pytest.mark.slow
 def test_a_legacy_session_belongs_to_the_token_that_opened_it(account: Account) -> None:
     """A 2025-11-25 session's dialogs are pushed over it, so another caller must not be able to use it."""
     initialize = {

@@ -11,10 +11,13 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
 from inspector.inspector_cli import inspector_version, list_tools_strict
 
 from imap_mcp.server.app import build_server
 from imap_mcp.server.config import load_settings
+
+pytestmark = pytest.mark.slow
 
 PINNED_INSPECTOR_VERSION = "2.12.0"
 

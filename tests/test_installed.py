@@ -31,7 +31,7 @@ from mcp import Client, StdioServerParameters
 from imap_mcp.server.demo.dovecot import free_port
 
 #: one worker runs them all (`--dist loadgroup`), so one worker builds and the other never waits for it
-pytestmark = [pytest.mark.anyio, pytest.mark.xdist_group("installed")]
+pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.xdist_group("installed")]
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -123,6 +123,7 @@ def test_outside_a_session_the_strict_check_stays(url: str) -> None:
     assert reply(response) == {"jsonrpc": "2.0", "id": 7, "error": {"code": -32020, "message": mismatch}}
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_over_stdio_a_handshake_connection_refuses_the_2026_envelope(dovecot: Dovecot) -> None:
     """The SDK's own rule on a stdio connection that began with `initialize`: -32600, nothing served.

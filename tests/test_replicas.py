@@ -18,7 +18,7 @@ from mcp.types import CallToolResult, ElicitResult, InputRequiredResult
 
 from imap_mcp.server.imap.message_ids import MessageRef
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 SHARED_KEYS = "k1-" + "a" * 40 + ",k0-" + "b" * 40
 

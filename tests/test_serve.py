@@ -17,7 +17,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from imap_mcp.server.demo.dovecot import free_port
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 TOKEN = "serve-token-0123456789abcdef"
 

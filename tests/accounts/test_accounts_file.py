@@ -280,6 +280,7 @@ def run_cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]
     )
 
 
+@pytest.mark.slow
 def test_the_cli_prints_every_problem_and_exits_2(tmp_path: Path) -> None:
     path = write(tmp_path / "accounts.toml", '[accounts.a]\nIMAP_PORT = "x"\n[accounts.b]\nNOPE = "1"\n')
     done = run_cli({**ENV, "IMAP_MCP_ACCOUNTS_FILE": str(path)}, "serve")
@@ -293,6 +294,7 @@ def test_the_cli_prints_every_problem_and_exits_2(tmp_path: Path) -> None:
     assert len(lines) == 4
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -309,6 +311,7 @@ def test_choosing_the_account(tmp_path: Path, args: tuple[str, ...], message: st
     assert (message or "no account has auth_tokens") in done.stderr
 
 
+@pytest.mark.slow
 def test_account_needs_an_accounts_file() -> None:
     done = run_cli({**ENV, "IMAP_USERNAME": "u@example.com"}, "stdio", "--account", "alice")
     assert done.returncode == 2 and "--account 'alice' needs IMAP_MCP_ACCOUNTS_FILE" in done.stderr

@@ -59,6 +59,7 @@ async def offered_and_refused(client: Client, refused_tool: str) -> tuple[list[s
     return await tool_names(client), refused.value
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("policy", "offered", "refused_tool"),
     [
@@ -89,6 +90,7 @@ async def test_the_environment_policy_over_stdio_and_http(
         assert refused.code == -32602 and f"Unknown tool: {refused_tool}" in refused.message
 
 
+@pytest.mark.slow
 async def test_the_account_policy_over_stdio_and_http(dovecot: Dovecot, tmp_path: Path) -> None:
     """The environment says read-only for everyone; bob's table says otherwise and disables manage_mailbox."""
     alice, bob = new_account(dovecot), new_account(dovecot)

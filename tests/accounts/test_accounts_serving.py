@@ -34,7 +34,7 @@ from mcp.types import ElicitResult, InputRequiredResult, InputResponses
 
 from imap_mcp.server.demo.dovecot import Dovecot
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 YES: InputResponses = {"approval": ElicitResult(action="accept", content={"approve": True})}
 

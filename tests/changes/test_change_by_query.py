@@ -222,11 +222,13 @@ async def progress_of_a_long_change(account: Account, server: Any, mode: str) ->
     assert all(message and message.startswith("copy ") for _, _, message in seen)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", MODES)
 async def test_a_long_change_reports_progress_over_stdio_to_a_client_that_asked(account: Account, mode: str) -> None:
     await progress_of_a_long_change(account, stdio_params(account.env()), mode)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", MODES)
 async def test_a_long_change_reports_progress_over_http_to_a_client_that_asked(account: Account, mode: str) -> None:
     """2026-07-28: the POST's response turns into an SSE stream; 2025-11-25: in the session's SSE response."""
@@ -312,6 +314,7 @@ def assert_whole_batches_moved(account: Account, sent: set[str], stopped: str) -
     assert not [m for m in archive if m.endswith("@imap-mcp.invalid>")]  # the change's claim is gone
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", MODES)
 async def test_a_move_cancelled_over_stdio_stops_between_batches(account: Account, mode: str) -> None:
     sent = bulk(account, 3 * BATCH + 10)
@@ -323,6 +326,7 @@ async def test_a_move_cancelled_over_stdio_stops_between_batches(account: Accoun
     assert_whole_batches_moved(account, sent, stopped)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", MODES)
 async def test_a_move_cancelled_over_http_stops_between_batches(account: Account, mode: str) -> None:
     """2026-07-28: the client closes the response stream; 2025-11-25: it posts notifications/cancelled."""
@@ -369,6 +373,7 @@ async def legacy_post(http: httpx.AsyncClient, url: str, message: dict[str, Any]
     raise AssertionError(f"no answer to {message['method']}")
 
 
+@pytest.mark.slow
 async def test_a_2025_session_over_http_answers_a_cancelled_move_request_cancelled(account: Account) -> None:
     """The one transport that still answers a cancelled call: the SDK ends the 2025-11-25 request's SSE stream
     with -32800 (its stream ends only with a response); the move stopped after the running batch all the same."""

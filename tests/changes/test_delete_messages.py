@@ -91,6 +91,7 @@ async def test_the_dialog_shows_counts_uids_and_names_but_no_subject_or_body(
     assert message_ids(account, "INBOX") == ids
 
 
+@pytest.mark.matrix
 async def test_the_dialog_for_deleting_a_mailbox_shows_its_name_and_message_count(account: Account) -> None:
     person = Person(action="cancel")
     result = await call(
@@ -159,7 +160,6 @@ async def test_a_permanent_delete_without_uidplus_is_refused(account: Account) -
     assert message_ids(account, "INBOX") == ids
 
 
-@MOVING
 async def test_a_trash_delete_without_a_trash_mailbox_is_refused_not_made_permanent(account: Account) -> None:
     ids = message_ids(account, "INBOX")
     person = Person()
@@ -179,6 +179,7 @@ async def test_deleting_from_trash_without_permanent_is_refused(account: Account
     assert again.is_error and account.quoted("already in 'Trash'") in again.content[0].text
 
 
+@pytest.mark.matrix
 async def test_a_stale_id_is_refused_before_anyone_is_asked(account: Account) -> None:
     ids = message_ids(account, "Archive")
     archive = account.mailbox("Archive")

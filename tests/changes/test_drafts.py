@@ -10,6 +10,7 @@ from harness import Account, error_text, message_ids, served
 pytestmark = pytest.mark.anyio
 
 
+@pytest.mark.matrix
 async def test_a_draft_lands_in_drafts_flagged_draft(account: Account) -> None:
     args = {"to": ["Bob <bob@example.net>"], "cc": ["carol@example.com"], "subject": "Plan", "body": "Hi Bob"}
     async with served(account, mode="2026-07-28") as client:

@@ -50,6 +50,7 @@ async def test_deleted_and_other_flags_are_refused(account: Account, args: dict[
     assert b"\\Deleted" not in flags_of(account, 1)
 
 
+@pytest.mark.matrix
 async def test_flags_on_many_ids_change_those_that_exist_and_report_the_rest_missing(account: Account) -> None:
     from imap_mcp.server.imap.message_ids import MessageRef, decode_id
 

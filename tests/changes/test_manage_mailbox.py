@@ -8,7 +8,7 @@ import pytest
 from harness import Account, Person, dialog_text, guarded_client, mailbox_names
 from mcp.types import CallToolResult, ElicitResult, InputRequiredResult, InputResponses
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.matrix]
 
 
 async def test_create_runs_at_once_without_asking(account: Account) -> None:

@@ -133,7 +133,6 @@ async def test_a_move_to_a_missing_mailbox_is_refused(account: Account) -> None:
     assert missing.is_error and "create it first" in missing.content[0].text
 
 
-@MOVING
 @pytest.mark.parametrize("destination", ["INBOX", "inbox", "Inbox"])
 @pytest.mark.parametrize("mode", ["move", "copy"])
 async def test_a_move_or_copy_into_the_same_mailbox_is_refused_before_anyone_is_asked(
@@ -157,6 +156,7 @@ async def test_a_move_to_inbox_in_another_case_names_it_inbox(account: Account) 
     assert result.structured_content["new_ids"] == message_ids(account, "INBOX")[-1:]
 
 
+@pytest.mark.matrix
 @pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
 async def test_a_copy_whose_messages_are_all_in_the_destination_is_answered_without_a_question(
     account: Account, mode: str

@@ -45,6 +45,7 @@ def assert_every_step_shown(output: Output, planned: list[str]) -> None:
     assert all(line.outcome == "skip" and f"not tried: {output.failed.name} failed" in line.detail for line in after)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tls", ["implicit", "starttls"])
 def test_the_working_settings_are_ready_with_every_step_ok_and_every_tool_working(account: Account, tls: str) -> None:
     output = run_check(account.env(tls))  # type: ignore[arg-type]
@@ -61,6 +62,7 @@ def test_the_working_settings_are_ready_with_every_step_ok_and_every_tool_workin
     assert output.last.startswith("imap-mcp check: ready")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("change", "step", "names"),
     [
@@ -71,6 +73,7 @@ def test_the_working_settings_are_ready_with_every_step_ok_and_every_tool_workin
     ],
     ids=["wrong-password", "unknown-host", "untrusted-certificate", "closed-port"],
 )
+@pytest.mark.slow
 def test_a_failing_step_exits_1_naming_the_setting_with_every_step_shown(
     account: Account, change: dict[str, str], step: str, names: tuple[str, ...]
 ) -> None:
@@ -87,6 +90,7 @@ def test_a_failing_step_exits_1_naming_the_setting_with_every_step_shown(
     assert output.last.startswith("imap-mcp check: not ready")
 
 
+@pytest.mark.slow
 def test_a_closed_port_keeps_the_dns_line(account: Account) -> None:
     """The steps before a failed one keep their lines (a wrong port once printed no DNS line)."""
     output = run_check(account.env(IMAP_PORT=str(free_port())))
@@ -94,6 +98,7 @@ def test_a_closed_port_keeps_the_dns_line(account: Account) -> None:
     assert output.step("IMAP DNS").detail == "127.0.0.1 is 127.0.0.1"
 
 
+@pytest.mark.slow
 def test_implicit_tls_against_a_plain_port_names_imap_tls(account: Account) -> None:
     output = run_check(account.env("implicit", IMAP_PORT=str(account.dovecot.port)))
     assert output.code == 1
@@ -103,6 +108,7 @@ def test_implicit_tls_against_a_plain_port_names_imap_tls(account: Account) -> N
 
 
 @pytest.mark.parametrize("tls", ["starttls", "none"])
+@pytest.mark.slow
 def test_plain_text_against_the_implicit_tls_port_names_imap_tls(account: Account, tls: str) -> None:
     """The reverse mistake is named as well: the port waits for a TLS handshake, so it is an implicit-TLS port."""
     output = run_check(account.env(tls, IMAP_PORT=str(account.dovecot.tls_port), IMAP_TIMEOUT="0.5"))  # type: ignore[arg-type]
@@ -112,6 +118,7 @@ def test_plain_text_against_the_implicit_tls_port_names_imap_tls(account: Accoun
     assert_every_step_shown(output, IMAP_STEPS["starttls"] + AFTER_LOGIN)
 
 
+@pytest.mark.slow
 def test_smtp_starttls_against_the_implicit_tls_port_names_smtp_tls(account: Account) -> None:
     with CaptureSMTP(auth=(account.username, account.password), implicit_tls=True) as smtp:
         env = account.env(**{**smtp.env(), "SMTP_TLS": "starttls", "SMTP_TIMEOUT": "0.5"}, SMTP_FROM=SENDER)
@@ -124,6 +131,7 @@ def test_smtp_starttls_against_the_implicit_tls_port_names_smtp_tls(account: Acc
 
 
 @pytest.mark.parametrize("tls", ["implicit", "starttls"])
+@pytest.mark.slow
 def test_a_server_that_never_answers_names_imap_timeout(account: Account, silent_port: int, tls: str) -> None:
     output = run_check(account.env(tls, IMAP_PORT=str(silent_port), IMAP_TIMEOUT="0.5"))  # type: ignore[arg-type]
     assert output.code == 1
@@ -145,6 +153,7 @@ async def test_a_tool_call_against_a_silent_server_names_imap_timeout(account: A
 
 
 @pytest.mark.parametrize("tls", ["implicit", "starttls"])
+@pytest.mark.slow
 def test_a_ca_file_that_is_not_pem_is_named_as_such(account: Account, tmp_path: Path, tls: str) -> None:
     output = run_check(account.env(tls, IMAP_CA_FILE=not_pem(account, tmp_path)))  # type: ignore[arg-type]
     assert output.code == 1
@@ -154,6 +163,7 @@ def test_a_ca_file_that_is_not_pem_is_named_as_such(account: Account, tmp_path: 
     assert_every_step_shown(output, IMAP_STEPS[tls] + AFTER_LOGIN)
 
 
+@pytest.mark.slow
 def test_an_smtp_ca_file_that_is_not_pem_is_named_as_such(account: Account, tmp_path: Path) -> None:
     with CaptureSMTP(auth=(account.username, account.password), implicit_tls=True) as smtp:
         output = run_check(account.env(**{**smtp.env(), "SMTP_CA_FILE": not_pem(account, tmp_path)}, SMTP_FROM=SENDER))
@@ -163,6 +173,7 @@ def test_an_smtp_ca_file_that_is_not_pem_is_named_as_such(account: Account, tmp_
     assert all(line.outcome == "ok" for line in output.steps if line.name.startswith("IMAP"))
 
 
+@pytest.mark.slow
 def test_missing_capabilities_are_warnings_and_the_tools_say_what_changes() -> None:
     dovecot: Dovecot = start_dovecot(hide_move=True)
     try:
@@ -181,6 +192,7 @@ def test_missing_capabilities_are_warnings_and_the_tools_say_what_changes() -> N
     assert copy.outcome == "degrades" and "no COPYUID" in copy.detail
 
 
+@pytest.mark.slow
 def test_the_write_test_finds_keywords_a_server_claims_to_keep_and_does_not(account: Account) -> None:
     """Only the write test can tell: PERMANENTFLAGS says \\*, every STORE is answered OK, and nothing is kept."""
     with KeywordDroppingServer(account.dovecot.port, claim_keywords=True) as server:
@@ -199,6 +211,7 @@ def test_the_write_test_finds_keywords_a_server_claims_to_keep_and_does_not(acco
     assert set(others) == {"list_new_messages", "set_message_flags (keywords)"}
 
 
+@pytest.mark.slow
 def test_the_write_test_confirms_keywords_a_server_says_it_does_not_keep(account: Account) -> None:
     with KeywordDroppingServer(account.dovecot.port) as server:
         proven = run_check(account.env("none", IMAP_PORT=str(server.port)), "--write-test")
@@ -211,6 +224,7 @@ def test_the_write_test_confirms_keywords_a_server_says_it_does_not_keep(account
     )
 
 
+@pytest.mark.slow
 def test_smtp_with_starttls_and_auth_is_checked_and_nothing_is_sent(account: Account) -> None:
     with CaptureSMTP(auth=(account.username, account.password), starttls=True) as smtp:
         output = run_check(account.env(**smtp.env(), SMTP_FROM=SENDER))
@@ -224,6 +238,7 @@ def test_smtp_with_starttls_and_auth_is_checked_and_nothing_is_sent(account: Acc
     assert all(output.verdicts[name] == "works" for name in SENDING)
 
 
+@pytest.mark.slow
 def test_smtp_with_implicit_tls_is_checked(account: Account) -> None:
     with CaptureSMTP(auth=(account.username, account.password), implicit_tls=True) as smtp:
         output = run_check(account.env(**smtp.env(), SMTP_FROM=SENDER))
@@ -231,6 +246,7 @@ def test_smtp_with_implicit_tls_is_checked(account: Account) -> None:
     assert output.step("SMTP TLS").outcome == "ok" and "implicit TLS" in output.step("SMTP TLS").detail
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("fault", "step", "names"),
     [
@@ -239,6 +255,7 @@ def test_smtp_with_implicit_tls_is_checked(account: Account) -> None:
         ("closed-port", "SMTP TCP", ("SMTP_PORT",)),
     ],
 )
+@pytest.mark.slow
 def test_a_failing_smtp_step_exits_1_naming_the_setting(
     account: Account, fault: str, step: str, names: tuple[str, ...]
 ) -> None:
@@ -262,6 +279,7 @@ def test_a_failing_smtp_step_exits_1_naming_the_setting(
     assert "try again" not in output.text.lower()
 
 
+@pytest.mark.slow
 def test_a_bad_setting_exits_2_before_any_connection(account: Account) -> None:
     done = run_cli(account.env(IMAP_TLS="ssl"), "check")
     assert done.returncode == 2 and "IMAP_TLS" in done.stderr and done.stdout == ""

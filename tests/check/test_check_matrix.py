@@ -32,7 +32,6 @@ from imap_mcp.server.tools.registry import TOOLS, ServerFacts
 pytestmark = [
     pytest.mark.matrix,
     pytest.mark.slow,
-    pytest.mark.servers("dovecot", "cyrus", "courier", "mailutils", reason="check's verdicts on every server"),
 ]
 
 #: every tool use, as the check names it

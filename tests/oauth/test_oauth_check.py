@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import pytest
 from harness import Account, run_cli, seeded_account
 from oauth_provider import AuthorizationServer
 from smtp_capture import SENDER, CaptureSMTP
 
 from imap_mcp.server.demo.dovecot import Dovecot
+
+pytestmark = pytest.mark.slow
 
 
 def check(env: dict[str, str], provider: AuthorizationServer) -> tuple[int, list[str]]:

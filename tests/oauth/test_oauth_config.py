@@ -125,6 +125,7 @@ def test_a_token_file_must_be_private_and_hold_a_refresh_token(tmp_path: Path, t
         load_settings({**env, "IMAP_OAUTH_TOKEN_FILE": str(tmp_path / "missing.json")})
 
 
+@pytest.mark.slow
 def test_a_bad_oauth_setting_exits_2_with_one_line() -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("IMAP_", "SMTP_"))}
     env.update(OAUTH, IMAP_OAUTH_MECHANISM="kerberos")
@@ -137,6 +138,7 @@ def test_a_bad_oauth_setting_exits_2_with_one_line() -> None:
     assert "rt-secret-Hq2" not in done.stderr
 
 
+@pytest.mark.slow
 def test_help_offers_the_auth_command() -> None:
     done = subprocess.run([sys.executable, "-m", "imap_mcp.server", "auth", "--help"], capture_output=True, text=True)
     assert done.returncode == 0 and "google|microsoft|TOKEN_URL" in done.stdout and "--flow" in done.stdout

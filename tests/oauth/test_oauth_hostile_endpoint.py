@@ -113,6 +113,7 @@ def _check_line(log_path: Path) -> str:
     raise AssertionError(f"serve logged no check line within {GENEROUS:g} s:\n{log[-2000:]}")
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 @pytest.mark.parametrize("padding", [900_000, 20_000], ids=["900KB", "20KB"])
 async def test_a_hostile_error_text_reaches_the_result_and_the_log_as_one_short_line_without_secrets(

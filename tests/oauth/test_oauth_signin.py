@@ -10,11 +10,14 @@ import sys
 import urllib.request
 from pathlib import Path
 
+import pytest
 from harness import Account
 from oauth_provider import CLIENT_ID, AuthorizationServer
 
 from imap_mcp.server.config import load_settings
 from imap_mcp.server.imap.connection import close, connect
+
+pytestmark = pytest.mark.slow
 
 
 def _auth(provider: AuthorizationServer, token_file: Path, *args: str, **env: str) -> subprocess.Popen[str]:

@@ -67,6 +67,7 @@ async def _every_tool(client: Client, expire_mid_session: Callable[[], None]) ->
     return results
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("transport", ["stdio", "http"])
 async def test_every_tool_works_and_the_token_expiring_mid_session_is_invisible(
     transport: str,

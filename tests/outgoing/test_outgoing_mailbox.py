@@ -21,6 +21,8 @@ from imap_mcp.server.outgoing.sent_mailbox import (
 )
 from imap_mcp.server.reading.reader import MessageGone
 
+pytestmark = pytest.mark.matrix
+
 
 @pytest.fixture
 def sent(account: Account) -> str:

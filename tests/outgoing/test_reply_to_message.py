@@ -45,6 +45,7 @@ def flags_of(account: Account, ref: MessageRef) -> set[bytes]:
         client.logout()
 
 
+@pytest.mark.matrix
 @pytest.mark.parametrize("mode", MODES)
 async def test_a_reply_is_threaded_goes_to_the_sender_and_marks_the_original_answered(
     mode: str,

@@ -32,6 +32,7 @@ OURS = ".imap-mcp@example.org>"
 CONCURRENT = 3
 
 
+@pytest.mark.matrix
 @pytest.mark.parametrize("mode", MODES)
 async def test_a_persons_yes_sends_one_message_and_files_it_in_sent(
     mode: str, sending_env: dict[str, str], smtp: CaptureSMTP, person: Person, sent_copies: SentCopies
@@ -96,6 +97,7 @@ async def test_a_changed_recipient_after_approval_asks_again(sending_env: dict[s
     assert smtp.messages == []
 
 
+@pytest.mark.matrix
 async def test_a_replayed_approved_retry_sends_nothing_more(
     sending_env: dict[str, str], smtp: CaptureSMTP, sent_copies: SentCopies
 ) -> None:
@@ -172,6 +174,7 @@ def _sent_once(results: list[dict[str, Any]], smtp: CaptureSMTP) -> str:
     return str(message["Message-ID"])
 
 
+@pytest.mark.matrix
 @pytest.mark.parametrize("save_to_sent", [True, False], ids=["save-to-sent", "no-sent-copy"])
 async def test_concurrent_replays_of_an_approved_dialog_send_one_message(
     save_to_sent: bool, account: Account, sent_copies: SentCopies
@@ -195,6 +198,7 @@ async def test_concurrent_replays_of_an_approved_dialog_send_one_message(
     assert sent_copies(message_id) == ([(b"\\Seen",)] if save_to_sent else [])
 
 
+@pytest.mark.matrix
 @pytest.mark.parametrize("save_to_sent", [True, False], ids=["save-to-sent", "no-sent-copy"])
 async def test_concurrent_uses_of_one_confirm_token_send_one_message(
     save_to_sent: bool, account: Account, sent_copies: SentCopies
@@ -209,6 +213,7 @@ async def test_concurrent_uses_of_one_confirm_token_send_one_message(
     assert sent_copies(message_id) == ([(b"\\Seen",)] if save_to_sent else [])
 
 
+@pytest.mark.matrix
 async def test_a_failed_send_leaves_no_copy_in_sent_and_a_retry_of_the_approval_sends_it_once(
     account: Account, sent_copies: SentCopies
 ) -> None:
@@ -229,6 +234,7 @@ async def test_a_failed_send_leaves_no_copy_in_sent_and_a_retry_of_the_approval_
     assert sent_copies(OURS) == [(b"\\Seen",)]
 
 
+@pytest.mark.matrix
 async def test_without_uidplus_a_replay_after_the_send_still_sends_nothing_more(
     account: Account, sending_env: dict[str, str], smtp: CaptureSMTP, sent_copies: SentCopies
 ) -> None:
@@ -302,6 +308,7 @@ async def test_the_sending_tools_state_their_annotations(sending_env: dict[str, 
         )
 
 
+@pytest.mark.slow
 async def test_a_person_approves_a_send_over_a_real_stdio_process(
     sending_env: dict[str, str], smtp: CaptureSMTP, person: Person, sent_copies: SentCopies
 ) -> None:

@@ -175,6 +175,7 @@ async def test_a_failed_send_is_released_so_a_replay_after_the_claims_lifetime_s
 SHARED_SEAL_KEYS = "replica-key-" + "r" * 40
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("store", ["sqlite", "postgresql"])
 async def test_two_replicas_answering_one_approval_at_once_deliver_it_once(
     account: Account, store: str, request: pytest.FixtureRequest

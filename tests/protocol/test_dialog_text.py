@@ -136,6 +136,7 @@ def test_send_dialogs_say_exactly_the_templates_words_whatever_the_subject_and_m
     assert_unforgeable(reply, describe_for_approval(draft("S"), reply_in="M"), {mailbox})
 
 
+@pytest.mark.slow
 def test_no_code_point_that_must_not_show_survives_anywhere_in_unicode() -> None:
     """Every code point U+0000..U+10FFFF, one plane per value: none the oracle names is left raw."""
     for plane in range(17):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
 from harness import Account, wait_for_port
 
 from imap_mcp.server.demo.dovecot import free_port
@@ -12,6 +13,7 @@ from imap_mcp.server.demo.dovecot import free_port
 OFF_LINE = "imap-mcp: ELICITATION=false — guarded tools fall back to the two-call token"
 
 
+@pytest.mark.slow
 def test_an_invalid_elicitation_value_exits_1_naming_both_valid_values(account: Account) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "imap_mcp.server", "stdio"],
@@ -44,12 +46,14 @@ def start_lines(env: dict[str, str]) -> list[str]:
     return [line for line in stderr.splitlines() if line.startswith("imap-mcp:")]
 
 
+@pytest.mark.slow
 def test_elicitation_false_prints_its_start_line_once(account: Account) -> None:
     lines = start_lines(account.env(ELICITATION="false", IMAP_MCP_SEAL_KEYS="s" * 40))
     assert lines.count(OFF_LINE) == 1
     assert not any("IMAP_MCP_SEAL_KEYS" in line for line in lines)
 
 
+@pytest.mark.slow
 def test_without_shared_keys_one_line_warns_that_replicas_will_ask_again(account: Account) -> None:
     lines = start_lines(account.env())
     warnings = [line for line in lines if "IMAP_MCP_SEAL_KEYS is not set" in line]

@@ -129,6 +129,7 @@ async def exercise_over(target: Any, account: Account, mode: str, person: Person
         await exercise_every_tool(Run(client, person, dialog), account)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("mode", "has_person", "elicitation"), MATRIX, ids=MATRIX_IDS)
 async def test_over_stdio_every_tool_asks_as_the_table_says(
     account: Account, mode: str, has_person: bool, elicitation: bool
@@ -138,6 +139,7 @@ async def test_over_stdio_every_tool_asks_as_the_table_says(
     await exercise_over(stdio_params(env), account, mode, person, expected_dialog(mode, has_person, elicitation))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("mode", "has_person", "elicitation"), MATRIX, ids=MATRIX_IDS)
 async def test_over_http_every_tool_asks_as_the_table_says(
     account: Account, mode: str, has_person: bool, elicitation: bool
@@ -148,6 +150,7 @@ async def test_over_http_every_tool_asks_as_the_table_says(
         await exercise_over(url, account, mode, person, expected_dialog(mode, has_person, elicitation))
 
 
+@pytest.mark.slow
 async def test_over_stateless_http_a_legacy_client_gets_the_token(account: Account) -> None:
     """No back channel for a 2025-11-25 client: the token, although it declared elicitation."""
     env = account.env(IMAP_MCP_SEAL_KEYS="k" * 40, IMAP_MCP_LEGACY_HTTP="stateless")

@@ -431,6 +431,7 @@ def snapshot(account: Account) -> dict[str, dict[int, tuple[bytes, ...]]]:
         direct.logout()
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(base=st.sampled_from(sorted(BASES)), change=st.sampled_from(PERTURBATIONS))
 async def test_a_sealed_approval_or_token_for_one_target_never_runs_another(

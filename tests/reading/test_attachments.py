@@ -62,6 +62,7 @@ def message_with(*files: tuple[str, bytes]) -> bytes:
     return message.as_bytes()
 
 
+@pytest.mark.matrix
 async def test_inline_attachments_are_embedded_resources(account: Account) -> None:
     async with served(account) as client:
         result = await client.call_tool("get_attachments", {"id": await invoice_id(client)})
@@ -96,6 +97,7 @@ async def test_attachments_over_the_inline_cap_are_skipped_with_what_to_do(accou
     assert "IMAP_DOWNLOAD_DIR" in summary["skipped"][0]["reason"]
 
 
+@pytest.mark.matrix
 async def test_files_are_written_whole_and_never_overwritten(account: Account, tmp_path: Path) -> None:
     big = os.urandom(3 * 1024 * 1024 + 17)  # several fetch chunks
     uid = append_message(account, message_with(("photo.png", TINY_PNG), ("data.bin", big)))
@@ -218,6 +220,7 @@ async def test_a_download_cut_off_by_a_dropped_connection_is_not_run_again(accou
     assert sorted(p.name for p in tmp_path.iterdir()) == ["first.bin"]
 
 
+@pytest.mark.slow
 async def test_the_download_dir_comes_from_the_environment(account: Account, tmp_path: Path) -> None:
     async with Client(stdio_params(account.env(IMAP_DOWNLOAD_DIR=str(tmp_path)))) as client:
         summary = structured(await client.call_tool("get_attachments", {"id": await invoice_id(client)}))
@@ -230,6 +233,7 @@ async def test_the_download_dir_comes_from_the_environment(account: Account, tmp
 LARGE = 5 * 1024 * 1024  #: decoded; base64 makes it about 7 MB on the server: several fetch pieces (CHUNK_BYTES)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where", ["inline", "download_dir"])
 async def test_a_large_attachment_reports_progress_in_bytes_to_a_client_that_asked(
     account: Account, tmp_path: Path, where: str
@@ -260,6 +264,7 @@ async def test_a_large_attachment_reports_progress_in_bytes_to_a_client_that_ask
         assert sorted(p.read_bytes() == data for p in tmp_path.iterdir()) == [True, True]  # "large (1).bin"
 
 
+@pytest.mark.slow
 @pytest.mark.servers("dovecot", reason="the fault proxy reads plain IMAP, which the harness's Dovecot allows")
 async def test_a_cancelled_download_stops_and_leaves_no_half_written_file(account: Account, tmp_path: Path) -> None:
     """Cancelled after the first piece, while the second is held at the proxy: the partial file goes, and no file

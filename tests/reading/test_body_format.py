@@ -34,10 +34,6 @@ from imap_mcp.server.reading.parts import Part, fetch_budget
 
 pytestmark = pytest.mark.anyio
 
-#: with `pytest.mark.matrix` on a test whose outcome depends on the server's answers (BODYSTRUCTURE, partial
-#: fetches, flags), until the matrix marker picks the servers (tests/conftest.py MATRIX_MODULES does meanwhile)
-EVERY_SERVER = pytest.mark.servers("dovecot", "cyrus", "courier", "mailutils", reason="every server of the matrix")
-
 STUB = "View this email in your browser: https://news.example/view/8f3a2c?u=42\n"
 PARAGRAPHS = [
     "Autumn is here, and with it the new collection of garden tools, made to last for decades.",
@@ -83,7 +79,6 @@ def kinds(found: dict[str, Any]) -> tuple[str, str, list[str]]:
 
 
 @pytest.mark.matrix
-@EVERY_SERVER
 async def test_a_newsletters_stub_gives_way_to_its_html_unless_the_plain_text_is_asked_for(
     empty_account: Account,
 ) -> None:
@@ -117,7 +112,6 @@ async def test_a_newsletters_stub_gives_way_to_its_html_unless_the_plain_text_is
     ],
 )
 @pytest.mark.matrix
-@EVERY_SERVER
 async def test_a_plain_text_that_is_the_whole_message_is_returned_with_auto(
     empty_account: Account, plain: str, html: str
 ) -> None:
@@ -136,7 +130,6 @@ async def test_a_plain_text_that_is_the_whole_message_is_returned_with_auto(
     ],
 )
 @pytest.mark.matrix
-@EVERY_SERVER
 async def test_a_message_with_one_text_part_returns_it_whatever_was_asked(
     empty_account: Account, plain: str | None, html: str | None, returned: str, text: str
 ) -> None:
@@ -163,7 +156,6 @@ def huge_newsletter() -> bytes:
 
 
 @pytest.mark.matrix
-@EVERY_SERVER
 async def test_a_5_mb_html_beside_a_stub_is_read_in_part_and_fenced(empty_account: Account) -> None:
     append_message(empty_account, huge_newsletter())
     async with served(empty_account) as client:
@@ -271,7 +263,6 @@ def test_deciding_fetches_a_bounded_start_of_the_html_and_never_looks_beside_a_l
 
 
 @pytest.mark.matrix
-@EVERY_SERVER
 async def test_summaries_say_which_messages_are_drafts(account: Account) -> None:
     async with served(account) as client:
         saved = structured(
@@ -288,7 +279,6 @@ async def test_summaries_say_which_messages_are_drafts(account: Account) -> None
 
 
 @pytest.mark.matrix
-@EVERY_SERVER
 async def test_the_thread_count_is_get_threads_total(empty_account: Account) -> None:
     talk = spread_conversation(empty_account)
     async with served(empty_account) as client:

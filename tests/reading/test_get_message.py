@@ -38,6 +38,7 @@ def seen_flags(account: Account, mailbox: str = "INBOX") -> dict[int, bool]:
         client.logout()
 
 
+@pytest.mark.matrix
 async def test_a_plain_message_with_all_its_headers(account: Account) -> None:
     async with served(account) as client:
         ids = await ids_by_subject(client)
@@ -68,6 +69,7 @@ async def test_the_body_is_marked_as_written_by_the_sender(account: Account) -> 
     assert body["text"].startswith("IMPORTANT SYSTEM INSTRUCTION")
 
 
+@pytest.mark.matrix
 async def test_multipart_alternative_reads_the_plain_text_part(account: Account) -> None:
     async with served(account) as client:
         message = await read(client, id=(await ids_by_subject(client))["Team lunch on Friday?"])
@@ -75,6 +77,7 @@ async def test_multipart_alternative_reads_the_plain_text_part(account: Account)
     assert message["body_format"] == "text/plain"
 
 
+@pytest.mark.matrix
 async def test_an_html_only_message_is_converted_to_readable_text(account: Account) -> None:
     async with served(account) as client:
         message = await read(client, id=(await ids_by_subject(client))["Your weekly deals"])
@@ -85,6 +88,7 @@ async def test_an_html_only_message_is_converted_to_readable_text(account: Accou
     )
 
 
+@pytest.mark.matrix
 async def test_nested_multipart_reads_the_text_and_lists_the_attachment(account: Account) -> None:
     async with served(account) as client:
         message_id = (await ids_by_subject(client))["Photos from the trip"]
@@ -104,6 +108,7 @@ async def test_nested_multipart_reads_the_text_and_lists_the_attachment(account:
     ]
 
 
+@pytest.mark.matrix
 async def test_attachments_with_non_ascii_file_names_are_listed_decoded(account: Account) -> None:
     async with served(account) as client:
         message = await read(client, id=(await ids_by_subject(client))["Invoice and overview"])
@@ -114,6 +119,7 @@ async def test_attachments_with_non_ascii_file_names_are_listed_decoded(account:
     assert message["body"]["text"] == "Please find the invoice and the overview attached.\n"
 
 
+@pytest.mark.matrix
 async def test_non_ascii_headers_and_body_are_decoded(account: Account) -> None:
     async with served(account) as client:
         message = await read(client, id=(await ids_by_subject(client))["Grüße aus München"])
@@ -121,6 +127,7 @@ async def test_non_ascii_headers_and_body_are_decoded(account: Account) -> None:
     assert message["body"]["text"].startswith("Servus! Schöne Grüße aus München")
 
 
+@pytest.mark.matrix
 async def test_reading_never_marks_a_message_read(account: Account) -> None:
     before = seen_flags(account)
     async with served(account) as client:
@@ -131,6 +138,7 @@ async def test_reading_never_marks_a_message_read(account: Account) -> None:
     assert list(before.values()).count(False) == 6
 
 
+@pytest.mark.matrix
 async def test_max_chars_cuts_the_body_and_says_so(account: Account) -> None:
     async with served(account) as client:
         message = await read(client, id=(await ids_by_subject(client))["Quarterly report"], max_chars=10)
@@ -216,6 +224,7 @@ async def test_a_stale_id_is_refused_after_the_uidvalidity_changes(account: Acco
     pool.close_all()
 
 
+@pytest.mark.matrix
 async def test_an_id_from_a_deleted_and_recreated_mailbox_is_refused(account: Account) -> None:
     async with served(account) as client:
         old_id = (await ids_by_subject(client, account.mailbox("Projects/Entwürfe")))["Entwurf der Präsentation"]
@@ -228,6 +237,7 @@ async def test_an_id_from_a_deleted_and_recreated_mailbox_is_refused(account: Ac
     assert "stale" in text
 
 
+@pytest.mark.matrix
 async def test_an_id_whose_mailbox_was_deleted_says_so(account: Account) -> None:
     async with served(account) as client:
         old_id = (await ids_by_subject(client, account.mailbox("Projects/Entwürfe")))["Entwurf der Präsentation"]
@@ -241,6 +251,7 @@ async def test_an_id_whose_mailbox_was_deleted_says_so(account: Account) -> None
         assert account.quoted("'Projects/Entwürfe', no longer exists") in text and "Search again" in text
 
 
+@pytest.mark.matrix
 @pytest.mark.parametrize(
     ("arguments", "says"),
     [
@@ -277,6 +288,7 @@ async def test_subjects_and_bodies_never_reach_the_log(account: Account, caplog:
         assert secret not in caplog.text
 
 
+@pytest.mark.matrix
 def test_an_unsolicited_fetch_without_uid_never_lends_its_flags_to_a_uid(empty_account: Account) -> None:
     """`* 3 FETCH (FLAGS …)` names message number 3, here UID 4, never UID 3."""
     uids = [append_message(empty_account, f"Subject: m{n}\r\n\r\nx\r\n".encode()) for n in range(4)]
@@ -302,6 +314,7 @@ async def get_appended(account: Account, raw: bytes) -> dict[str, Any]:
         return await read(client, mailbox="INBOX", uid=uid)
 
 
+@pytest.mark.matrix
 @pytest.mark.parametrize(
     ("encoding", "subject", "sender"),
     [
@@ -316,6 +329,7 @@ async def test_raw_8bit_headers_are_read_as_written(account: Account, encoding: 
     assert (message["headers"]["subject"], message["headers"]["from"]) == (subject, sender)
 
 
+@pytest.mark.matrix
 async def test_an_html_message_with_a_plain_text_footer_shows_the_html(account: Account) -> None:
     raw = (
         b"From: list@example.com\r\nSubject: list mail\r\nMIME-Version: 1.0\r\n"
@@ -328,6 +342,7 @@ async def test_an_html_message_with_a_plain_text_footer_shows_the_html(account: 
     assert message["body"]["text"].strip() == "The real message body"
 
 
+@pytest.mark.matrix
 @pytest.mark.parametrize(
     ("content_type", "body", "expected"),
     [

@@ -228,6 +228,7 @@ async def test_without_condstore_two_interleaved_callers_both_list(account: Acco
     assert [m.subject for m in fast_answer.messages] == [m.subject for m in slow_answer.messages] == INBOX_NEWEST_FIRST
 
 
+@pytest.mark.servers("dovecot", reason="annotations, and no question to a person: the same on every server")
 async def test_the_call_asks_no_one_and_states_its_annotations(account: Account) -> None:
     person = Person()
     async with served(account, mode="legacy", elicitation_callback=person) as client:

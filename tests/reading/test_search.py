@@ -20,6 +20,7 @@ def subjects(page: dict[str, Any]) -> list[str]:
     return [m["subject"] for m in page["messages"]]
 
 
+@pytest.mark.matrix
 @pytest.mark.parametrize("mode", MODES)
 async def test_the_newest_messages_come_first_with_the_exact_total(account: Account, mode: str) -> None:
     async with served(account, mode=mode) as client:
@@ -35,6 +36,7 @@ async def test_the_newest_messages_come_first_with_the_exact_total(account: Acco
     assert first["unread"] is True and first["flagged"] is False and first["size"] > 0
 
 
+@pytest.mark.matrix
 async def test_summaries_carry_flags_and_attachments(account: Account) -> None:
     async with served(account) as client:
         page = await search(client)
@@ -47,6 +49,7 @@ async def test_summaries_carry_flags_and_attachments(account: Account) -> None:
     assert by_subject["Team lunch on Friday?"]["has_attachments"] is False  # multipart/alternative only
 
 
+@pytest.mark.matrix
 @pytest.mark.parametrize(
     ("arguments", "expected"),
     [
@@ -77,6 +80,7 @@ async def test_each_filter_is_done_by_the_server(
     assert page["total"] == len(expected)
 
 
+@pytest.mark.matrix
 async def test_another_mailbox_with_a_non_ascii_name(account: Account) -> None:
     async with served(account) as client:
         page = await search(client, mailbox=account.mailbox("Projects/Entwürfe"))
@@ -84,6 +88,7 @@ async def test_another_mailbox_with_a_non_ascii_name(account: Account) -> None:
     assert decode_id(page["messages"][0]["id"]).mailbox == account.mailbox("Projects/Entwürfe")
 
 
+@pytest.mark.matrix
 async def test_pages_have_no_gaps_or_duplicates_and_a_stable_total(account: Account) -> None:
     async with served(account) as client:
         pages = [await search(client, offset=offset, limit=4) for offset in (0, 4, 8, 12)]
@@ -94,6 +99,7 @@ async def test_pages_have_no_gaps_or_duplicates_and_a_stable_total(account: Acco
     assert [s for p in pages for s in subjects(p)] == INBOX_NEWEST_FIRST
 
 
+@pytest.mark.matrix
 async def test_newest_means_received_last_not_appended_last(account: Account) -> None:
     """A message appended now but received on 2 October sorts between the 1st and the 3rd."""
     late = EmailMessage()
@@ -110,6 +116,7 @@ async def test_newest_means_received_last_not_appended_last(account: Account) ->
     assert subjects(page)[-3:] == ["Team lunch on Friday?", "Delivered late", "Quarterly report"]
 
 
+@pytest.mark.matrix
 async def test_a_message_that_arrives_later_is_found_by_a_warm_process(account: Account) -> None:
     async with served(account) as client:
         assert (await search(client))["total"] == 9
@@ -118,6 +125,7 @@ async def test_a_message_that_arrives_later_is_found_by_a_warm_process(account: 
     assert page["total"] == 10 and subjects(page) == ["Fresh arrival"]
 
 
+@pytest.mark.matrix
 @pytest.mark.parametrize(
     ("arguments", "says"),
     [
@@ -175,6 +183,7 @@ def syntax_message(subject: str) -> bytes:
     return message.as_bytes()
 
 
+@pytest.mark.matrix
 @pytest.mark.parametrize(
     ("subject", "expected"),
     [

@@ -38,6 +38,7 @@ def test_an_unchanged_mailbox_reuses_the_order(account: Account, client: IMAPCli
     assert second == first and cache.hits == 1
 
 
+@pytest.mark.matrix
 def test_new_mail_is_seen_at_once(account: Account, client: IMAPClient) -> None:
     cache = OrderCache()
     total, _ = page(client, cache)
@@ -47,6 +48,7 @@ def test_new_mail_is_seen_at_once(account: Account, client: IMAPClient) -> None:
     assert cache.hits == 0
 
 
+@pytest.mark.matrix
 def test_a_flag_change_by_another_client_is_seen(account: Account, client: IMAPClient) -> None:
     cache = OrderCache()
     unread_total, unread = page(client, cache, unread_only=True)
@@ -61,6 +63,7 @@ def test_a_flag_change_by_another_client_is_seen(account: Account, client: IMAPC
     assert cache.hits == 0
 
 
+@pytest.mark.matrix
 def test_an_expunge_by_another_client_is_seen(account: Account, client: IMAPClient) -> None:
     cache = OrderCache()
     total, uids = page(client, cache)
@@ -75,6 +78,7 @@ def test_an_expunge_by_another_client_is_seen(account: Account, client: IMAPClie
     assert total_after == total - 1 and uids[0] not in uids_after
 
 
+@pytest.mark.matrix
 async def test_the_tool_reflects_a_change_between_two_identical_searches(account: Account) -> None:
     async with served(account) as mcp_client:
         before = structured(await mcp_client.call_tool("search_messages", {}))

@@ -53,6 +53,7 @@ def summaries(client: IMAPClient, cache: SummaryCache, **query: Any) -> list[dic
     return [message.model_dump() for message in inbox_page(client, cache=cache, **query).messages]
 
 
+@pytest.mark.matrix
 def test_a_page_shown_again_is_asked_only_for_its_flags(client: IMAPClient, sent: list[bytes]) -> None:
     cache = SummaryCache()
     first = summaries(client, cache, limit=5)
@@ -63,6 +64,7 @@ def test_a_page_shown_again_is_asked_only_for_its_flags(client: IMAPClient, sent
     assert fetched_items(sent) == [*ordering(client), b"(FLAGS)"]
 
 
+@pytest.mark.matrix
 def test_flags_set_by_another_client_show_on_a_page_shown_again(
     account: Account, client: IMAPClient, sent: list[bytes]
 ) -> None:
@@ -83,6 +85,7 @@ def test_flags_set_by_another_client_show_on_a_page_shown_again(
     assert without_recent(again[1:]) == without_recent(first[1:])
 
 
+@pytest.mark.matrix
 def test_a_page_overlapping_a_shown_one_fetches_the_summaries_of_the_rest_only(
     client: IMAPClient, sent: list[bytes]
 ) -> None:

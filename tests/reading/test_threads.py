@@ -25,7 +25,7 @@ from imap_mcp.server.reading.thread_bodies import shares
 from imap_mcp.server.reading.thread_links import MAX_REFERENCES, Links, conversation, links_of
 from imap_mcp.server.reading.threads import _thread_fits, thread_containing
 
-pytestmark = [pytest.mark.anyio, pytest.mark.matrix]
+pytestmark = pytest.mark.anyio
 
 ME = "demo@example.org"
 SUBJECT = "Budget 2027"
@@ -142,6 +142,7 @@ def server_threads(account: Account) -> set[str]:
         client.logout()
 
 
+@pytest.mark.matrix
 @pytest.mark.parametrize(
     "hidden",
     [(), ("THREAD=REFS",), ("THREAD=REFS", "THREAD=REFERENCES")],
@@ -180,6 +181,7 @@ async def test_the_conversation_comes_back_exactly_and_in_order_from_each_of_its
     pool.close_all()
 
 
+@pytest.mark.matrix
 @pytest.mark.servers("dovecot", "cyrus", "courier", reason="servers offering THREAD=REFERENCES")
 async def test_a_subject_the_servers_thread_groups_in_joins_nothing(empty_account: Account) -> None:
     """THREAD=REFERENCES puts the unrelated message with the same subject in the conversation's thread (checked

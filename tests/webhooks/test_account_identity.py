@@ -49,6 +49,7 @@ def run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(command, env=env, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
 
 
+@pytest.mark.slow
 def test_one_login_on_two_ports_is_two_accounts_with_a_webhook_each(dovecot: Dovecot, tmp_path: Path) -> None:
     env = two_ports_env(tmp_path, new_account(dovecot), str(dovecot.port))
     assert run(env, "webhook", "set", "--account", "tls", "--url", URL).returncode == 0

@@ -100,6 +100,7 @@ def test_a_redirect_is_a_failure_and_is_not_followed(
     assert_no_secret([*hook.log.lines, row.last_error], secret)
 
 
+@pytest.mark.slow
 def test_a_trickling_receiver_fails_the_attempt_at_its_deadline(hook: Hook) -> None:
     with HostilePeer() as peer:
         peer.trickle()  # one byte a second for ever: only a deadline for the whole attempt ends it

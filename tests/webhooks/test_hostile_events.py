@@ -13,6 +13,7 @@ from email.errors import NonASCIILocalPartDefect
 from email.policy import default as default_policy
 from typing import Any
 
+import pytest
 from harness import append_message
 from hostile.hostile_mail import many_addresses, messages
 from hypothesis import HealthCheck, Phase, given, settings
@@ -21,6 +22,8 @@ from watching import Operator, wait_for_status
 
 from imap_mcp.server.outgoing.compose import CONTROL_CHARACTERS
 from imap_mcp.server.webhooks.payloads import MAX_ADDRESSES, MAX_FROM_CHARS, MAX_SUBJECT_CHARS
+
+pytestmark = pytest.mark.slow
 
 #: generated hostile messages put through one watcher run (raise it locally to keep looking)
 CORPUS_SIZE = 12

@@ -31,6 +31,7 @@ def operator(empty_account: Account, tmp_path: Path) -> Iterator[Operator]:
         yield running
 
 
+@pytest.mark.slow
 def test_set_prints_the_secret_once_and_show_never_shows_it(operator: Operator) -> None:
     done = operator.run("webhook", "set", "--url", URL, "--auth-header", "Authorization: Bearer hv-77c1")
     assert done.returncode == 0, done.stderr
@@ -44,10 +45,12 @@ def test_set_prints_the_secret_once_and_show_never_shows_it(operator: Operator) 
         assert value not in shown.stdout + shown.stderr + done.stderr
 
 
+@pytest.mark.slow
 def test_set_again_makes_a_new_secret(operator: Operator) -> None:
     assert operator.set_webhook(URL) != operator.set_webhook(URL)
 
 
+@pytest.mark.slow
 def test_set_after_off_skips_events_queued_while_off(operator: Operator) -> None:
     operator.set_webhook(URL)
     webhook = operator.webhook()
@@ -58,6 +61,7 @@ def test_set_after_off_skips_events_queued_while_off(operator: Operator) -> None
     assert operator.status().pending_events == 2
 
 
+@pytest.mark.slow
 def test_clear_removes_the_webhook(operator: Operator) -> None:
     operator.set_webhook(URL)
     assert "cleared" in operator.run("webhook", "clear").stdout
@@ -65,6 +69,7 @@ def test_clear_removes_the_webhook(operator: Operator) -> None:
     assert "No webhook was saved" in operator.run("webhook", "clear").stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("args", "named"),
     [
@@ -79,11 +84,13 @@ def test_set_refuses_a_bad_url_or_header(operator: Operator, args: list[str], na
     assert operator.status().state == "not_configured"
 
 
+@pytest.mark.slow
 def test_set_without_store_keys_is_refused(operator: Operator) -> None:
     done = operator.run("webhook", "set", "--url", URL, IMAP_MCP_STORE_KEYS="")
     assert done.returncode == 2 and "IMAP_MCP_STORE_KEYS is not set" in done.stderr
 
 
+@pytest.mark.slow
 def test_a_rotated_out_key_leaves_the_row_unreadable_until_set_again(operator: Operator) -> None:
     operator.set_webhook(URL)
     operator.keys = new_key()
@@ -181,6 +188,7 @@ def test_delivery_pauses_at_the_tenth_failure_in_a_row_and_a_success_clears_it(t
     assert row is not None and not row.paused and row.consecutive_failures == 0 and row.delivered_sequence == 1
 
 
+@pytest.mark.slow
 def test_with_an_accounts_file_each_command_names_its_account(dovecot: Dovecot, tmp_path: Path) -> None:
     """`--account NAME` picks the account of IMAP_MCP_ACCOUNTS_FILE; each account has its own webhook."""
     alice, bob = new_account(dovecot), new_account(dovecot)

@@ -20,7 +20,7 @@ from imap_mcp.server.config import Settings
 from imap_mcp.server.demo.dovecot import free_port
 from imap_mcp.server.webhooks.settings import load_webhook_settings
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 AUTH = "X-Hook-Token: header-value-secret-41c"
 SUBJECT = "Quarterly numbers 7f2e"

@@ -26,6 +26,7 @@ def test_plain_http_off_loopback_is_not_a_valid_url(url: str) -> None:
     assert invalid_url_reason(url) == "plain http:// is accepted only for a loopback host (such as 127.0.0.1)"
 
 
+@pytest.mark.slow
 def test_webhook_set_refuses_plain_http_off_loopback_and_takes_it_on_loopback(operator: Operator) -> None:
     refused = operator.run("webhook", "set", "--url", "http://hooks.example.com/new-mail")
     assert refused.returncode == 2
