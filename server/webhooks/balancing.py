@@ -32,7 +32,9 @@ class Member:
 
 
 @dataclass(frozen=True)
-class Plan:
+class Moves:
+    """The leases one watcher takes and gives up at its next renewal."""
+
     take: tuple[str, ...] = ()
     release: tuple[str, ...] = ()
 
@@ -63,7 +65,7 @@ def plan(
     capacity: int,
     unclaimed: Collection[str],
     others_short: bool,
-) -> Plan:
+) -> Moves:
     """What `holder` takes and gives up now.
 
     `held`: the accounts it holds and may keep; `free`: those it could take; `unclaimed`: those among them that
@@ -71,13 +73,13 @@ def plan(
     """
     if len(held) > share and others_short:
         surplus = sorted(held, key=lambda a: preference(holder, a), reverse=True)
-        return Plan(release=tuple(surplus[: len(held) - share]))
+        return Moves(release=tuple(surplus[: len(held) - share]))
     candidates = sorted(free, key=lambda a: preference(holder, a))
     wanted = max(0, min(share, capacity) - len(held))
     take = candidates[:wanted]
     room = max(0, capacity - len(held) - len(take))
     strays = [a for a in candidates[wanted:] if a in unclaimed][:room]
-    return Plan(take=tuple(take + strays))
+    return Moves(take=tuple(take + strays))
 
 
 def someone_short(members: Sequence[Member], found: Mapping[str, int], holder: str) -> bool:
