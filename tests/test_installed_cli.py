@@ -101,14 +101,14 @@ def test_help_names_the_settings_each_command_reads(wheel: Installed) -> None:
             assert name in text, (command, name)
 
 
-def test_help_says_check_first_only_where_it_helps_and_one_watcher_only_on_watch(wheel: Installed) -> None:
+def test_help_says_check_first_only_where_it_helps_and_how_watchers_share_only_on_watch(wheel: Installed) -> None:
     for command in (("check",), ("auth",)):
         assert "imap-mcp check` first" not in flat(help_text(wheel, *command)), command
     for command in (("stdio",), ("serve",)):
         assert "imap-mcp check` first" in flat(help_text(wheel, *command)), command
     for action in ("set", "show", "clear"):
-        assert "one per watcher" not in help_text(wheel, "webhook", action)
-    assert "(one per watcher)" in flat(help_text(wheel, "watch"))
+        assert "share the accounts" not in flat(help_text(wheel, "webhook", action))
+    assert "they share the accounts, each about its share, by a lease per account" in flat(help_text(wheel, "watch"))
     assert "exit code is 2" in flat(help_text(wheel))
 
 

@@ -175,6 +175,8 @@ def select_source(client: Session, messages: MessageSelection) -> Selected:
     """SELECT the messages' mailbox read-write; `StaleMessageId` if its UIDVALIDITY changed."""
     try:
         response = client.select_folder(messages.mailbox)
+    except imaplib.IMAP4.abort:
+        raise  # the connection dropped: the pool's business (it runs the operation again on a new one)
     except imaplib.IMAP4.error:
         raise NoSuchMailbox(
             f"Mailbox {messages.mailbox!r} cannot be opened for changes; check the name with list_mailboxes."

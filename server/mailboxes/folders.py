@@ -175,5 +175,7 @@ def create_folder(client: Session, name: str) -> None:
         raise ChangeRefused(f"A mailbox named {name!r} already exists; nothing was changed.")
     try:
         client.create_folder(name)
+    except imaplib.IMAP4.abort:
+        raise  # the connection dropped, not a refusal
     except imaplib.IMAP4.error as exc:
         raise ChangeRefused(f"The IMAP server refused to create {name!r}: {exc}") from None

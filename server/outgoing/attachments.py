@@ -189,7 +189,7 @@ def mail_parts(client: Session, examined: Examined, target: MessageSelection, pa
 
 def _part_file(client: Session, uid: int, part: Part) -> FileToSend:
     data = bytearray()
-    for piece in decoded_stream(section_pieces(client, uid, part.part_id), part.encoding):
+    for piece in decoded_stream(section_pieces(client, uid, part.part_id, size=part.size), part.encoding):
         data += piece
     kind = part.content_type if _MIME_TYPE.fullmatch(part.content_type) else _OCTETS
     kind = _OCTETS if kind.startswith(_STRUCTURE) else kind

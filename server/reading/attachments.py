@@ -149,20 +149,29 @@ def give_name(partial: Path, directory: Path, name: str) -> Path:
     raise FileExistsError(f"{directory} already holds {name} and 999 numbered copies; clean it up and try again.")
 
 
-def _section_of(data: dict[bytes, Any], section: str) -> bytes:
-    """The bytes of `BODY[section]` (whole or partial) in a FETCH answer; empty when it holds none."""
+def _section_of(data: dict[bytes, Any], section: str) -> bytes | None:
+    """The bytes of `BODY[section]` (whole or partial) in a FETCH answer; None when it holds none (NIL, or no
+    such item: a message expunged by another session may still be listed in this one, without its content)."""
     prefix = f"BODY[{section}]".encode()
-    value = next((value for key, value in data.items() if key.startswith(prefix)), b"")
-    return value if isinstance(value, bytes) else b""
+    value = next((value for key, value in data.items() if key.startswith(prefix)), None)
+    return value if isinstance(value, bytes) else None
 
 
-def section_pieces(client: Session, uid: int, section: str, fetched: Fetched = _not_told) -> Iterator[bytes]:
+def section_pieces(
+    client: Session, uid: int, section: str, fetched: Fetched = _not_told, size: int = 0
+) -> Iterator[bytes]:
     """The raw bytes of `BODY[section]` of `uid` (the whole message for ""), `CHUNK_BYTES` a round trip, with
-    BODY.PEEK (nothing is marked read); `fetched` is told the size of each piece."""
+    BODY.PEEK (nothing is marked read); `fetched` is told the size of each piece. A first answer without the
+    section (NIL), or empty for a section of `size` bytes, is `MessageGone`: a message expunged by another session
+    may still be listed in this one, without its content (Mailutils)."""
     offset = 0
     while True:
         data = fetch(client, [uid], [f"BODY.PEEK[{section}]<{offset}.{CHUNK_BYTES}>"]).get(uid, {})
         chunk = _section_of(data, section)
+        if offset == 0 and (chunk is None or (size and not chunk)):
+            raise MessageGone(
+                f"The message with UID {uid} has no content any more: it was deleted or moved. Search again."
+            )
         if not chunk:
             return
         fetched(len(chunk))
@@ -188,7 +197,7 @@ def write_part(
     written = 0
     try:
         with os.fdopen(fd, "w+b") as out:
-            for piece in decoded_stream(section_pieces(client, uid, part.part_id, fetched), part.encoding):
+            for piece in decoded_stream(section_pieces(client, uid, part.part_id, fetched, part.size), part.encoding):
                 out.write(piece)
                 written += len(piece)
             reason = reason or file_reason(part.filename, part.content_type, out)
@@ -209,7 +218,7 @@ def write_part(
 
 
 def read_part(client: Session, uid: int, part: Part, fetched: Fetched = _not_told) -> bytes:
-    return b"".join(decoded_stream(section_pieces(client, uid, part.part_id, fetched), part.encoding))
+    return b"".join(decoded_stream(section_pieces(client, uid, part.part_id, fetched, part.size), part.encoding))
 
 
 class FetchTally:
