@@ -19,8 +19,8 @@ round); in each, every side moves one message of its own from INBOX to Archive:
   the ledger's commits cost.
 - the baseline: raw imapclient on one logged-in connection sending, for each round, the commands
   imap-mcp sent in that round of the warm-up, by name, for the same mailboxes and one UID
-  (EXAMINE and SELECT INBOX, `UID SEARCH UID n`, `STATUS Archive (UIDVALIDITY UIDNEXT)`,
-  `UID MOVE n Archive`, NOOP; its proxy checks it sent exactly those), plus one SDK trivial call
+  (EXAMINE and SELECT INBOX, `UID FETCH n (UID)`, `STATUS Archive (UIDVALIDITY UIDNEXT)`,
+  `UID MOVE n Archive`, UNSELECT, NOOP; its proxy checks it sent exactly those), plus one SDK trivial call
   (as in `changing.py`: a `get_message` imap-mcp refuses before any IMAP, over the first stdio
   client; its proxy checks it sent no command): the IMAP commands alone, plus what any MCP call costs.
 
@@ -154,9 +154,11 @@ class Raw:
             "NOOP": client.noop,
             "EXAMINE": lambda: client.select_folder(SOURCE, readonly=True),
             "UID SEARCH": lambda: client.search(["UID", str(uid)]),
+            "UID FETCH": lambda: client.fetch([uid], ["UID"]),
             "STATUS": lambda: client.folder_status(DESTINATION, [b"UIDVALIDITY", b"UIDNEXT"]),
             "SELECT": lambda: client.select_folder(SOURCE),
             "UID MOVE": lambda: client.move([uid], DESTINATION),
+            "UNSELECT": client.unselect_folder,
         }
 
     def send(self, script: list[str], uid: int) -> float:
