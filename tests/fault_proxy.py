@@ -36,6 +36,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Literal
 
+from listening import accept_until
+
 Direction = Literal["to_server", "to_client"]
 Action = Literal["cut", "stall", "trickle", "reorder", "hold", "replace"]
 CHUNK = 65536
@@ -112,16 +114,13 @@ class FaultProxy:
             thread.join(5)
 
     def _accept(self) -> None:
-        self._listener.settimeout(0.1)
-        while not self._stop.is_set():
-            try:
-                client, _ = self._listener.accept()
-            except (TimeoutError, OSError):
-                continue
-            self.connections += 1
-            thread = threading.Thread(target=self._serve, args=(client,), name="fault-proxy-conn", daemon=True)
-            thread.start()
-            self._threads.append(thread)
+        accept_until(self._stop, self._listener, self._start_serving)
+
+    def _start_serving(self, client: socket.socket) -> None:
+        self.connections += 1
+        thread = threading.Thread(target=self._serve, args=(client,), name="fault-proxy-conn", daemon=True)
+        thread.start()
+        self._threads.append(thread)
 
     def _serve(self, client: socket.socket) -> None:
         try:

@@ -14,6 +14,8 @@ import socket
 import threading
 from collections.abc import Callable
 
+from listening import accept_until
+
 LITERAL = re.compile(rb"\{(\d+)\+?\}\r\n$")
 #: what a rewrite returns for a line: the line to forward, or None to cut the connection there
 Rewrite = Callable[[bytes], bytes | None]
@@ -88,18 +90,15 @@ class LineProxy:
                 sock.close()
 
     def _accept(self) -> None:
-        self._listener.settimeout(0.1)
-        while not self._stop.is_set():
-            try:
-                client, _ = self._listener.accept()
-            except (TimeoutError, OSError):
-                continue
-            server = socket.create_connection(self.upstream, timeout=30)
-            for sock in (client, server):
-                sock.settimeout(None)
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            with self._lock:
-                number = len(self._sockets) // 2
-                self._sockets += [client, server]
-            for pump in self.pumps(number, client, server):
-                threading.Thread(target=pump, name=f"{self.name}-connection", daemon=True).start()
+        accept_until(self._stop, self._listener, self._join)
+
+    def _join(self, client: socket.socket) -> None:
+        server = socket.create_connection(self.upstream, timeout=30)
+        for sock in (client, server):
+            sock.settimeout(None)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        with self._lock:
+            number = len(self._sockets) // 2
+            self._sockets += [client, server]
+        for pump in self.pumps(number, client, server):
+            threading.Thread(target=pump, name=f"{self.name}-connection", daemon=True).start()
