@@ -49,6 +49,7 @@ from imap_mcp.server.app import build_server
 from imap_mcp.server.config import ImapSettings, Secret, Settings, TlsMode
 from imap_mcp.server.demo.dovecot import Dovecot, free_port
 from imap_mcp.server.imap.pool import ImapPool
+from imap_mcp.server.imap.promptly import exchange_promptly
 
 ANY_USER_PASSWORD = "test-pw-7f3a"
 #: the mailboxes of a seeded account besides INBOX, as Dovecot names them
@@ -168,16 +169,9 @@ class Account:
         """A direct IMAP connection, as another mail client of the same person would have."""
         context = ssl.create_default_context(cafile=str(self.server.cert_file))
         client = IMAPClient("127.0.0.1", self.server.tls_port, ssl_context=context, timeout=30)
-        without_nagle(client)
+        exchange_promptly(client)
         client.login(self.username, self.password)
         return client
-
-
-def without_nagle(client: IMAPClient) -> None:
-    """Send each write at once (TCP_NODELAY). imaplib writes a literal, then the line's end apart: with Nagle's
-    algorithm the line's end waits for the server's delayed ACK, 40 ms a literal on Cyrus, Courier and
-    Mailutils (an APPEND, a search with non-ASCII text), most of what seeding an account cost there."""
-    client.socket().setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
 
 def new_account(server: MailServer) -> Account:

@@ -20,6 +20,7 @@ from ..imap.connection import close, log_in
 from ..imap.failures import LIBRARY_ERRORS, explain
 from ..imap.kept_flags import said_kept
 from ..imap.mailboxes import Role, list_mailboxes, missing_role_advice
+from ..imap.promptly import exchange_promptly
 from ..oauth.errors import OAuthError
 from ..tools.registry import TOOLS, Capability, KeptKeyword, RoleMailbox, ServerFacts
 from .steps import Endpoint, Step, StepFailed, Steps, greeted, no_tls, oauth_identity, reach, tls_ok
@@ -79,9 +80,11 @@ def _greeted(endpoint: Endpoint, steps: Steps) -> IMAPClient:
     context = endpoint.context() if implicit else None
 
     def connect() -> IMAPClient:
-        return IMAPClient(
+        client = IMAPClient(
             endpoint.host, port=endpoint.port, ssl=implicit, ssl_context=context, timeout=endpoint.timeout
         )
+        exchange_promptly(client)
+        return client
 
     try:
         client = endpoint.attempt("greeting", "the IMAP greeting", connect)

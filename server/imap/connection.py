@@ -21,6 +21,7 @@ from ..tls import tls_context
 from .deadline import watch
 from .fetch import authenticate, read_lines_boundedly
 from .mailbox_state import enable_qresync
+from .promptly import exchange_promptly
 from .selection import deselect, note_selected, selected
 from .uidvalidity import saw
 
@@ -87,14 +88,6 @@ def _bad_number(key: str | bytes, value: list[Any]) -> bool:
     return not (isinstance(first, bytes | str) and first.strip().isdigit())
 
 
-def no_delay(sock: socket.socket) -> None:
-    """Send each command at once: imapclient writes a command and its line end in two sends, and with Nagle's
-    algorithm the second waits for the first to be acknowledged (measured: 45 ms per UID SEARCH against a peer that
-    delays its acknowledgements, 0.2 ms without)."""
-    with contextlib.suppress(OSError):
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-
 def _where(settings: ImapSettings) -> str:
     return f"{settings.host}:{settings.port} ({settings.tls} TLS)"
 
@@ -129,7 +122,7 @@ def connect(settings: ImapSettings) -> IMAPClient:
             "IMAP_PORT, and that the server is running."
         ) from None
     read_lines_boundedly(client)
-    no_delay(client.socket())
+    exchange_promptly(client)
     try:
         if settings.tls == "starttls":
             client.starttls(tls_context(settings.ca_file))
