@@ -2,8 +2,9 @@
 what changed in it since a state (QRESYNC, RFC 7162).
 
 A mailbox's state is its UIDVALIDITY, UIDNEXT, MESSAGES and HIGHESTMODSEQ (CONDSTORE, RFC 7162):
-two equal states mean the same messages with the same flags. The pool needs the UIDVALIDITY
-before every read of a kept-selected mailbox, and the search-order cache needs the whole state,
+two equal states mean the same messages with the same flags. The pool needs the UIDVALIDITY, UIDNEXT
+and MESSAGES before every read of a kept-selected mailbox (a server that tells a session nothing
+another made shows it there), and the search-order cache needs the whole state,
 so both come from one STATUS, sent after the NOOP that brings the session's view of the mailbox up
 to date: two round trips instead of three. Dovecot answers a STATUS of the selected mailbox from the
 session's view, so the state must be asked after the NOOP (and after a SELECT) has been answered, or
@@ -27,6 +28,7 @@ from __future__ import annotations
 import re
 import weakref
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from imapclient import IMAPClient
 
@@ -34,6 +36,10 @@ from .fetch_parser import parse_fetch_response
 from .uid_sets import expand, size
 
 STATE_ITEMS = (b"UIDVALIDITY", b"UIDNEXT", b"MESSAGES", b"HIGHESTMODSEQ")
+#: what STATUS asks of a server without CONDSTORE: enough to see that messages came or left
+_COUNT_ITEMS = (b"UIDVALIDITY", b"UIDNEXT", b"MESSAGES")
+#: what a NOOP says when messages came or left the selected mailbox
+_NEWS = ("EXISTS", "EXPUNGE", "VANISHED")
 #: what a NOOP reports about the selected mailbox; nobody reads it (the STATUS says what counts), so it is
 #: dropped instead of piling up in imaplib's response store on a connection kept for hours
 _SYNC_RESPONSES = ("EXISTS", "RECENT", "EXPUNGE", "FETCH", "VANISHED")
@@ -43,6 +49,27 @@ _QRESYNC: weakref.WeakSet[IMAPClient] = weakref.WeakSet()
 _SYNCED_AT = re.compile(rb"\[HIGHESTMODSEQ (\d+)\]")
 #: most UIDs a journal keeps (and a VANISHED answer may name); beyond, the server is asked instead
 MAX_TOLD = 100_000
+
+
+#: a mailbox's UIDNEXT and message count, each None where unknown
+Counts = tuple[int | None, int | None]
+
+
+class AfterNoop(NamedTuple):
+    """What `noop_then_status` found."""
+
+    uidvalidity: int | None
+    #: the whole state, where the server has CONDSTORE
+    state: MailboxState | None
+    #: the UIDNEXT and MESSAGES the STATUS reported
+    counts: Counts
+    #: whether the NOOP told the session of messages that came or left (EXISTS, EXPUNGE, VANISHED)
+    told: bool
+
+
+def counts_differ(seen: Counts, now: Counts) -> bool:
+    """Whether two counts known on both sides differ (a count one side lacks proves nothing)."""
+    return any(a is not None and b is not None and a != b for a, b in zip(seen, now, strict=True))
 
 
 @dataclass(frozen=True)
@@ -113,8 +140,8 @@ def _state(values: dict[bytes, int]) -> MailboxState | None:
 
 
 def _items(client: IMAPClient) -> tuple[bytes, ...]:
-    """The whole state where the server has CONDSTORE; else only UIDVALIDITY (flag changes go unseen)."""
-    return STATE_ITEMS if client.has_capability("CONDSTORE") else (b"UIDVALIDITY",)
+    """The whole state where the server has CONDSTORE; else UIDVALIDITY and the counts (flag changes go unseen)."""
+    return STATE_ITEMS if client.has_capability("CONDSTORE") else _COUNT_ITEMS
 
 
 def mailbox_state(client: IMAPClient, mailbox: str) -> MailboxState | None:
@@ -131,11 +158,9 @@ def _status(client: IMAPClient, mailbox: str, items: tuple[bytes, ...]) -> dict[
     return {bytes(name).upper(): value for name, value in answer if isinstance(value, int) and value >= 0}
 
 
-def noop_then_status(
-    client: IMAPClient, mailbox: str, journal: Journal | None = None
-) -> tuple[int | None, MailboxState | None]:
-    """A NOOP on the session, then `mailbox`'s UIDVALIDITY and (with CONDSTORE) its state; what the
-    session was told left the mailbox goes into `journal`.
+def noop_then_status(client: IMAPClient, mailbox: str, journal: Journal | None = None) -> AfterNoop:
+    """A NOOP on the session, then `mailbox`'s UIDVALIDITY, UIDNEXT and MESSAGES (with CONDSTORE, its whole
+    state); what the session was told left the mailbox goes into `journal`.
 
     Two round trips, one after the other: written together, Dovecot may answer the STATUS before the NOOP
     has brought the view up to date (it runs pipelined commands side by side), and then reports the
@@ -143,7 +168,10 @@ def noop_then_status(
     """
     if journal is not None:
         journal.selected_again(client._imap.untagged_responses)
+    responses = client._imap.untagged_responses
+    heard = [len(responses.get(name, ())) for name in _NEWS]  # the EXAMINE's EXISTS is still there: not news
     answer, _ = client.noop()
+    told_news = [len(responses.get(name, ())) for name in _NEWS] != heard
     told = told_vanished(client)
     for name in _SYNC_RESPONSES:
         client._imap.untagged_responses.pop(name, None)
@@ -154,7 +182,8 @@ def noop_then_status(
         reached = int(synced[1]) if synced else None
         journal.note(told, reached)
         journal.synced(reached, state)
-    return values.get(b"UIDVALIDITY"), state
+    counts = (values.get(b"UIDNEXT"), values.get(b"MESSAGES"))
+    return AfterNoop(values.get(b"UIDVALIDITY"), state, counts, told_news)
 
 
 def journal_for(client: IMAPClient, state: MailboxState | None) -> Journal | None:

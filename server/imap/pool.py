@@ -20,8 +20,9 @@ saves the server re-reading its UID list (of the idle connections, an operation 
 has its mailbox examined, else one that keeps none: `_choose`). The memory is only a shortcut: before every such
 read the pool sends NOOP, then one STATUS (`mailbox_state.noop_then_status`: the NOOP makes the
 server report new and expunged messages, or drop the session if the mailbox was renumbered), and
-it EXAMINEs again whenever the UIDVALIDITY differs. The STATUS also gives the mailbox's state
-(`Examined.state`), which the search-order cache reuses. Any other operation may select what it
+it EXAMINEs again whenever the UIDVALIDITY differs, or the STATUS's UIDNEXT or message count differs from
+the session's view and the NOOP said nothing of it (Mailutils tells a session nothing another made).
+The STATUS also gives the mailbox's state (`Examined.state`), which the search-order cache reuses. Any other operation may select what it
 likes, so after one the pool forgets what the connection had selected; a mailbox such an operation
 leaves selected read-write is left (UNSELECT, or EXAMINE and CLOSE: nothing is expunged) before the
 connection goes back, so that what it changed is written back when the tool says it is done (Mailutils
@@ -52,7 +53,7 @@ from .connection import abandon, close, connect
 from .deadline import Deadline, watch
 from .failures import LIBRARY_ERRORS, explain
 from .fetch import in_step, last_command_and_line
-from .mailbox_state import Journal, MailboxState, journal_for, mailbox_state, noop_then_status
+from .mailbox_state import Counts, Journal, MailboxState, counts_differ, journal_for, mailbox_state, noop_then_status
 from .selection import deselect, selected_read_write
 from .session import Session
 from .uidvalidity import settle, uidvalidity_in
@@ -87,6 +88,8 @@ class Examined:
     state: MailboxState | None = None
     #: what the session has been told left the mailbox since it was examined (QRESYNC), kept with it
     journal: Journal | None = field(default=None, compare=False)
+    #: the UIDNEXT and message count the session's view holds (from the EXAMINE, then each STATUS after a NOOP)
+    counts: Counts = field(default=(None, None), compare=False)
 
 
 @dataclass(frozen=True)
@@ -115,23 +118,30 @@ def examine(client: Session, mailbox: str) -> Examined:
             "and pass it exactly as listed."
         ) from None
     uidvalidity = uidvalidity_in(response, "EXAMINE")
+    counts = (_number(response.get(b"UIDNEXT")), _number(response.get(b"EXISTS")))
     if state is None or state.uidvalidity != uidvalidity:
-        return Examined(mailbox, uidvalidity)
-    return Examined(mailbox, uidvalidity, state, journal_for(client, state))
+        return Examined(mailbox, uidvalidity, counts=counts)
+    return Examined(mailbox, uidvalidity, state, journal_for(client, state), counts)
+
+
+def _number(value: object) -> int | None:
+    return value if isinstance(value, int) and value >= 0 else None
 
 
 def _still_examined(client: Session, known: Examined) -> Examined | None:
     """`known` with the mailbox's state now, after bringing the session's view up to date; None when the
-    mailbox is gone or was renumbered (a new UIDVALIDITY)."""
+    mailbox is gone or was renumbered (a new UIDVALIDITY), or when messages came or left and the NOOP did not
+    tell the session (Mailutils tells a session nothing another made): its view is out of date, EXAMINE again."""
     try:
-        uidvalidity, state = noop_then_status(client, known.mailbox, known.journal)
+        after = noop_then_status(client, known.mailbox, known.journal)
     except imaplib.IMAP4.abort:
         raise  # the connection dropped: the pool retries on a fresh one
     except IMAPClientError:
         return None
-    if uidvalidity != known.uidvalidity:
+    if after.uidvalidity != known.uidvalidity or (not after.told and counts_differ(known.counts, after.counts)):
         return None
-    return Examined(known.mailbox, known.uidvalidity, state, known.journal if state is not None else None)
+    journal = known.journal if after.state is not None else None
+    return Examined(known.mailbox, known.uidvalidity, after.state, journal, after.counts)
 
 
 @dataclass(frozen=True)

@@ -109,10 +109,10 @@ def test_a_kept_examined_session_names_what_left(account: Account, qresync_clien
     """Dovecot's NOOP says which HIGHESTMODSEQ it reached, so its journal vouches."""
     examined = examine(qresync_client, "INBOX")
     assert examined.journal is not None and examined.state is not None
-    _, before = noop_then_status(qresync_client, "INBOX", examined.journal)
+    before = noop_then_status(qresync_client, "INBOX", examined.journal).state
     assert before is not None
     gone = expunge_newest(account)
-    _, after = noop_then_status(qresync_client, "INBOX", examined.journal)
+    after = noop_then_status(qresync_client, "INBOX", examined.journal).state
     assert after is not None and examined.journal.vanished_since(before.highestmodseq, after) == {gone}
 
 
@@ -120,16 +120,16 @@ def test_a_session_that_selected_the_mailbox_again_does_not_vouch(account: Accou
     """A SELECT starts a new view: what left before it is never told to the session."""
     examined = examine(qresync_client, "INBOX")
     assert examined.journal is not None
-    _, before = noop_then_status(qresync_client, "INBOX", examined.journal)
+    before = noop_then_status(qresync_client, "INBOX", examined.journal).state
     assert before is not None
     expunge_newest(account)
     qresync_client.select_folder("INBOX", readonly=True)  # e.g. an operation that opened it itself
-    _, after = noop_then_status(qresync_client, "INBOX", examined.journal)
+    after = noop_then_status(qresync_client, "INBOX", examined.journal).state
     assert after is not None and examined.journal.vanished_since(before.highestmodseq, after) is None
     # it vouches again from the next NOOP that says where it ended (Dovecot says so when something changed)
     expunge_newest(account)
-    _, later = noop_then_status(qresync_client, "INBOX", examined.journal)
+    later = noop_then_status(qresync_client, "INBOX", examined.journal).state
     assert later is not None and examined.journal.vanished_since(after.highestmodseq, later) is None
     gone = expunge_newest(account)
-    _, latest = noop_then_status(qresync_client, "INBOX", examined.journal)
+    latest = noop_then_status(qresync_client, "INBOX", examined.journal).state
     assert latest is not None and examined.journal.vanished_since(later.highestmodseq, latest) == {gone}

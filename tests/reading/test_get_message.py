@@ -230,6 +230,10 @@ async def test_an_id_from_a_deleted_and_recreated_mailbox_is_refused(account: Ac
         old_id = (await ids_by_subject(client, account.mailbox("Projects/Entwürfe")))["Entwurf der Präsentation"]
         direct = account.imap()
         direct.delete_folder(account.mailbox("Projects/Entwürfe"))
+        if account.server_name == "mailutils":
+            # its UIDVALIDITY is the second a mailbox was made: made again within it, the mailbox gets the old
+            # one back and its UIDs name new messages, which no client can tell (docs/servers.md)
+            time.sleep(1 - time.time() % 1)
         direct.create_folder(account.mailbox("Projects/Entwürfe"))
         direct.append(account.mailbox("Projects/Entwürfe"), b"Subject: Something else\r\n\r\nother\r\n")
         direct.logout()
