@@ -13,20 +13,19 @@ command) is closed instead of going back to the pool. An answer the code reading
 NIL where a number is due, an item missing: `answers.ANSWER_ERRORS`) becomes an `UnexpectedAnswer`
 naming the command and the server's last line, never a raw exception.
 
-An `InMailbox` operation reads one mailbox. The pool EXAMINEs it (read-only, so nothing it
-does can change flags) and remembers that the connection has it examined, so the next read
-of the same mailbox on that connection skips the EXAMINE, which on a large Maildir also
-saves the server re-reading its UID list (of the idle connections, an operation takes the one that
-has its mailbox examined, else one that keeps none: `_choose`). The memory is only a shortcut: before every such
-read the pool sends NOOP, then one STATUS (`mailbox_state.noop_then_status`: the NOOP makes the
-server report new and expunged messages, or drop the session if the mailbox was renumbered), and
-it EXAMINEs again whenever the UIDVALIDITY differs, or the STATUS's UIDNEXT or message count differs from
-the session's view and the NOOP said nothing of it (Mailutils tells a session nothing another made).
-The STATUS also gives the mailbox's state (`Examined.state`), which the search-order cache reuses. Any other operation may select what it
-likes, so after one the pool forgets what the connection had selected; a mailbox such an operation
-leaves selected read-write is left (UNSELECT, or EXAMINE and CLOSE: nothing is expunged) before the
-connection goes back, so that what it changed is written back when the tool says it is done (Mailutils
-shows flag changes to other sessions only then).
+An `InMailbox` operation reads one mailbox. The pool EXAMINEs it (read-only, so nothing it does can change
+flags) and remembers that the connection has it examined, so the next read of the same mailbox on that
+connection skips the EXAMINE, which on a large Maildir also saves the server re-reading its UID list (of the
+idle connections, an operation takes the one that has its mailbox examined, else one that keeps none:
+`_choose`). The memory is only a shortcut: before every such read the pool sends NOOP, then one STATUS
+(`mailbox_state.noop_then_status`: the NOOP makes the server report new and expunged messages, or drop the
+session if the mailbox was renumbered), and it EXAMINEs again whenever the UIDVALIDITY differs, or the
+STATUS's UIDNEXT or message count differs from the session's view and the NOOP said nothing of it (Mailutils
+tells a session nothing another made). The STATUS also gives the mailbox's state (`Examined.state`), which the
+search-order cache reuses. Any other operation may select what it likes, so after one the pool forgets what
+the connection had selected; a mailbox such an operation leaves selected read-write is left (UNSELECT, or
+EXAMINE and CLOSE: nothing is expunged) before the connection goes back, so that what it changed is written
+back when the tool says it is done (Mailutils shows flag changes to other sessions only then).
 """
 
 from __future__ import annotations
