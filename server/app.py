@@ -20,6 +20,7 @@ from .guard import build_guard
 from .http_access import request_principal
 from .imap.pool import ImapPool
 from .reading.resources import authority
+from .tool_shapes import shaped_tool
 from .tools import accounts, changes, mailboxes, outgoing, reading, resources, webhooks
 from .tools.output_schemas import compact_output_schemas
 from .tools.registry import BY_NAME, TOOLS
@@ -33,7 +34,8 @@ INSTRUCTIONS = (
 
 
 class PolicyServer(MCPServer):
-    """An `MCPServer` that registers only the tools its policy offers, and remembers why the others are not."""
+    """An `MCPServer` that registers only the tools its policy offers, and remembers why the others are not; each
+    tool's shape is worked out once per process (`tool_shapes`)."""
 
     def __init__(self, *args: Any, policy: ToolPolicy, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -56,7 +58,17 @@ class PolicyServer(MCPServer):
         if reason is not None:
             self._withheld[tool_name] = reason
             return
-        super().add_tool(fn, name, title, description, annotations, icons, meta, structured_output)
+        tool = shaped_tool(
+            fn,
+            name=name,
+            title=title,
+            description=description,
+            annotations=annotations,
+            icons=icons,
+            meta=meta,
+            structured_output=structured_output,
+        )
+        self._tool_manager._tools.setdefault(tool.name, tool)  # as the SDK's add_tool: the first of a name stays
 
     @property
     def withheld(self) -> Mapping[str, str]:

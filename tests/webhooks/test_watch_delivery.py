@@ -25,6 +25,8 @@ pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 AUTH = "X-Hook-Token: header-value-secret-41c"
 SUBJECT = "Quarterly numbers 7f2e"
 BODY_TEXT = "body-text-never-in-an-event-91ab"
+#: the killed watcher's accounts are taken over once its lease ran out: 4 s instead of the default 15
+SHORT_LEASE = ("--lease-seconds", "4")
 
 
 def mail(number: int = 0) -> bytes:
@@ -105,7 +107,7 @@ async def test_a_watcher_killed_mid_delivery_loses_and_duplicates_nothing(operat
     with Receiver("") as receiver:
         receiver.secret = operator.set_webhook(receiver.url())
         receiver.hold()
-        first = operator.start_watcher()
+        first = operator.start_watcher(*SHORT_LEASE)
         operator.wait_until_watching()
         uids = [append_message(operator.account, mail(n)) for n in range(3)]
         assert receiver.held.wait(60), "the first delivery never arrived"
@@ -113,7 +115,7 @@ async def test_a_watcher_killed_mid_delivery_loses_and_duplicates_nothing(operat
         first.wait()
         receiver.release.set()
         uids += [append_message(operator.account, mail(n)) for n in range(3, 5)]  # while no watcher runs
-        operator.start_watcher()  # takes over once the killed one's lease ran out
+        operator.start_watcher(*SHORT_LEASE)  # takes over once the killed one's lease ran out
         deliveries = receiver.wait_for(5, timeout=120)
         time.sleep(2)  # anything extra would arrive now
         deliveries = receiver.wait_for(5)
