@@ -8,6 +8,7 @@ with SPECIAL-USE roles plus one with a non-ASCII name.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from dataclasses import dataclass, field
 from email.message import EmailMessage
 from email.utils import format_datetime, make_msgid
@@ -124,17 +125,38 @@ def sample_messages() -> list[SampleMessage]:
     return out
 
 
+@dataclass(frozen=True)
+class _Rendered:
+    mailbox: str
+    raw: bytes
+    flags: tuple[bytes, ...]
+    date: dt.datetime
+
+
+@functools.cache
+def _rendered() -> tuple[tuple[_Rendered, ...], tuple[bytes, ...]]:
+    """The sample set as bytes, and the Message-IDs in it: rendering it costs about 0.1 s of CPU, and the tests
+    seed an account for almost every test."""
+    messages = sample_messages()
+    ids = tuple(str(item.message["Message-ID"]).encode() for item in messages)
+    return tuple(_Rendered(m.mailbox, m.message.as_bytes(), m.flags, m.date) for m in messages), ids
+
+
 def seed(client: Session) -> int:
     """Create the sample mailboxes and append the sample messages; returns how many were added.
 
-    Mailbox names are placed in the server's personal namespace (`INBOX.Projects` on Courier).
+    Mailbox names are placed in the server's personal namespace (`INBOX.Projects` on Courier). Each
+    seeding gives the messages Message-IDs of their own (a reply still names its original's).
     """
     existing = {name for _, _, name in client.list_folders()}
     for name in EXTRA_MAILBOXES:
         if personal_name(client, name) not in existing:
             client.create_folder(personal_name(client, name))
-    messages = sample_messages()
+    messages, ids = _rendered()
+    fresh = {old: make_msgid(domain=old.rpartition(b"@")[2].rstrip(b">").decode()).encode() for old in ids}
     for item in messages:
-        mailbox = personal_name(client, item.mailbox)
-        client.append(mailbox, item.message.as_bytes(), flags=item.flags, msg_time=item.date)
+        raw = item.raw
+        for old, new in fresh.items():
+            raw = raw.replace(old, new)
+        client.append(personal_name(client, item.mailbox), raw, flags=item.flags, msg_time=item.date)
     return len(messages)
