@@ -298,8 +298,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.command == "serve":
         serve(args.host, args.port)
         return
-    from .accounts.loading import load_accounts
-    from .accounts.serving import stdio_account
+    from .accounts.loading import load_accounts, stdio_account
     from .startup import load_or_exit
 
     accounts = load_or_exit(load_accounts, os.environ)

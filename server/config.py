@@ -227,6 +227,8 @@ MIN_MAX_ATTACHMENT_BYTES = 1024
 MAX_MAX_ATTACHMENT_BYTES = 64 * 1024 * 1024
 
 MIN_SEAL_KEY_LENGTH = 32
+#: the shortest bearer token accepted (IMAP_MCP_AUTH_TOKENS, an accounts file's tokens)
+MIN_TOKEN_LENGTH = 16
 
 
 @dataclass(frozen=True)

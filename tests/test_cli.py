@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from harness import Account, run_cli, wait_for_port
@@ -110,3 +112,33 @@ def test_each_command_says_what_it_does_and_shows_defaults() -> None:
     assert "(default: 127.0.0.1)" in serve and "(default: 8000)" in serve
     check = " ".join(run_cli(dict(os.environ), "check", "--help").stdout.split())
     assert "one line per step" in check and "exit 0" in check
+
+
+#: what only a command that serves MCP needs (the SDK and its web stack), and PostgreSQL's driver (only for its store)
+SERVING_ONLY = {"mcp", "mcp_types", "starlette", "uvicorn", "sse_starlette", "psycopg"}
+
+
+@pytest.mark.parametrize("args", [["webhook", "show"], ["check"]], ids=" ".join)
+def test_commands_that_serve_nothing_import_no_sdk(tmp_path: Path, args: list[str]) -> None:
+    """An operator's `webhook` and `check` start in half a second: the SDK alone takes a second to import."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("IMAP_", "SMTP_", "ELICITATION"))}
+    env.update(
+        IMAP_HOST="127.0.0.1",
+        IMAP_PORT=str(free_port()),  # nothing listens: `check` says so
+        IMAP_TLS="none",
+        IMAP_USERNAME="operator@example.org",
+        IMAP_PASSWORD="pw",
+        IMAP_TIMEOUT="2",
+        XDG_STATE_HOME=str(tmp_path),
+    )
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "imap_mcp.server", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    names = re.findall(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)$", done.stderr, re.M)
+    assert "imap_mcp.server.cli" in names, done.stderr[-2000:]
+    assert not {name.split(".")[0] for name in names} & SERVING_ONLY

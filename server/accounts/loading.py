@@ -27,8 +27,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from ..config import KNOWN_SETTINGS, SETTING_PREFIXES, ConfigError, Secret, Settings, did_you_mean, load_settings
-from ..http_access import MIN_TOKEN_LENGTH
+from ..config import (
+    KNOWN_SETTINGS,
+    MIN_TOKEN_LENGTH,
+    SETTING_PREFIXES,
+    ConfigError,
+    Secret,
+    Settings,
+    did_you_mean,
+    load_settings,
+)
 from .policy import ToolPolicy, load_policy
 
 T = TypeVar("T")
@@ -371,3 +379,16 @@ def load_accounts(env: Mapping[str, str]) -> Accounts:
     if problems or settings is None or policy is None:
         raise ConfigError("\n".join(problems + misspelt))
     return Accounts((Account(ENVIRONMENT_ACCOUNT, settings, policy),), None, tuple(warnings + misspelt))
+
+
+def stdio_account(accounts: Accounts, name: str | None) -> Account:
+    """The account `--account NAME` names; without it, the only one there is."""
+    if name is not None and accounts.source is None:
+        raise ConfigError(f"--account {name!r} needs {ACCOUNTS_FILE_VARIABLE}: set it to the accounts file.")
+    if name is not None:
+        return accounts.named(name)
+    if len(accounts.accounts) > 1:
+        raise ConfigError(
+            f"{accounts.source} holds several accounts: name one with --account ({', '.join(accounts.names())})."
+        )
+    return accounts.accounts[0]

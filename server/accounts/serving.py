@@ -23,19 +23,6 @@ def account_server(account: Account, pool: ImapPool | None = None) -> MCPServer:
     return build_server(account.settings, pool, name=account.name, policy=account.policy)
 
 
-def stdio_account(accounts: Accounts, name: str | None) -> Account:
-    """The account `--account NAME` names; without it, the only one there is."""
-    if name is not None and accounts.source is None:
-        raise ConfigError(f"--account {name!r} needs {ACCOUNTS_FILE_VARIABLE}: set it to the accounts file.")
-    if name is not None:
-        return accounts.named(name)
-    if len(accounts.accounts) > 1:
-        raise ConfigError(
-            f"{accounts.source} holds several accounts: name one with --account ({', '.join(accounts.names())})."
-        )
-    return accounts.accounts[0]
-
-
 def require_tokens(accounts: Accounts) -> None:
     """`ConfigError` when no account of the file has a token: no caller could reach any over HTTP."""
     if not any(account.auth_tokens for account in accounts.accounts):

@@ -2,7 +2,7 @@
 
 A reading tool's result is a `Fenced` model. Its fields of type `SenderLine` (a subject, an
 address, a file name: one line) and `SenderBlock` (a body: many lines) hold text from the mail;
-every other field is this server's own. `fenced_result` turns the model into the tool's answer:
+every other field is this server's own. `tools.results.fenced_result` turns the model into the tool's answer:
 
 - the text content says, in its first line, what the fence is, then gives this server's fields as
   JSON lines and every sender-written text between `fence.begin` and `fence.end`, lines that carry
@@ -30,7 +30,6 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
-from mcp.types import CallToolResult, TextContent
 from pydantic import AfterValidator, BaseModel, Field
 
 from .invisible import invisible_removed
@@ -248,11 +247,3 @@ def fenced_text(result: Fenced, dumped: dict[str, Any] | None = None) -> str:
         if checked.model_dump(mode="json", by_alias=True) != dumped:
             return fenced_text(checked)
     return text
-
-
-def fenced_result(result: Fenced) -> CallToolResult:
-    """The tool answer for `result`: the fenced text, and `result` as structured content."""
-    dumped = result.model_dump(mode="json", by_alias=True)
-    return CallToolResult(
-        content=[TextContent(type="text", text=fenced_text(result, dumped))], structured_content=dumped
-    )

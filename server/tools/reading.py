@@ -52,7 +52,7 @@ from ..reading.attachments import (
     write_part,
 )
 from ..reading.body_choice import BodyFormat
-from ..reading.fence import fenced_result, fenced_text
+from ..reading.fence import fenced_text
 from ..reading.lookalikes import SentDomains
 from ..reading.new_messages import NewMessages, list_new
 from ..reading.reader import AttachmentInfo, FetchedMessage, MessageContent, ThreadCount, fetch_message, message_content
@@ -66,7 +66,7 @@ from ..reading.warnings import Judge
 from .arguments import DeprecatedMailbox, DeprecatedUid, SearchText, checked_search_query
 from .cancellation import CallCancelled, noting_cancellation, progress_from_thread
 from .registry import TOOL_NAMES, offer
-from .results import log_change
+from .results import fenced_result, log_change
 
 T = TypeVar("T")
 

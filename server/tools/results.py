@@ -11,6 +11,7 @@ from pydantic import BaseModel
 
 from ..imap.uid_sets import compress
 from ..logs import get_logger
+from ..reading.fence import Fenced, fenced_text
 from .cancellation import CallCancelled, progress_from_thread
 
 #: the most ids a change result lists per list (counts stay exact); a large change is told in counts and ranges
@@ -68,4 +69,12 @@ def log_stopped(operation: str, mailbox: str, done: int, not_run: int) -> None:
         mailbox,
         done,
         not_run,
+    )
+
+
+def fenced_result(result: Fenced) -> CallToolResult:
+    """The tool answer for `result`: the fenced text, and `result` as structured content."""
+    dumped = result.model_dump(mode="json", by_alias=True)
+    return CallToolResult(
+        content=[TextContent(type="text", text=fenced_text(result, dumped))], structured_content=dumped
     )

@@ -20,7 +20,6 @@ from imap_mcp.server.reading.fence import (
     Fenced,
     FenceLines,
     SenderLine,
-    fenced_result,
     fenced_text,
     imitates_fence,
     neutralised,
@@ -34,6 +33,7 @@ from imap_mcp.server.reading.reader import (
     message_content,
     read_headers,
 )
+from imap_mcp.server.tools.results import fenced_result
 
 NONCE = re.compile(r"^[0-9a-f]{32}$")
 FORGED = st.sampled_from(
