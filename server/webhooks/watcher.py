@@ -131,6 +131,8 @@ class InboxWatcher:
         while not self.stopped:
             self.catch_up(client, uidvalidity)
             self.heard_at = time.time()
+            if _told_of_new_mail(client):
+                continue  # it arrived while catching up: the server told this session, and IDLE would not again
             if idle:
                 _idle_until_new_mail(client, IDLE_SLICE)
             else:
@@ -217,6 +219,16 @@ class InboxWatcher:
     def _payloads(self, client: Session, uidvalidity: int, uids: Sequence[int]) -> list[dict[str, Any]]:
         """Each message's event data, bounded whatever the message holds (`payloads`); never the body."""
         return describe(client, self.account, [MessageRef(MAILBOX, uidvalidity, uid) for uid in uids])
+
+
+def _told_of_new_mail(client: Session) -> bool:
+    """Whether the server said a message arrived (EXISTS) in an answer since the last look (taking what it said).
+
+    Dovecot brings a session's view up to date at the end of each command: a message that arrives during the
+    catch-up's SEARCH is not in its result, but its EXISTS comes with the answer, and the IDLE after it
+    would not tell of it again (it was found only when the IDLE slice ended, a minute later).
+    """
+    return bool(client._imap.untagged_responses.pop("EXISTS", None))  # type: ignore[attr-defined]
 
 
 def _idle_until_new_mail(client: Session, seconds: float) -> None:
