@@ -166,15 +166,15 @@ def noop_then_status(client: IMAPClient, mailbox: str, journal: Journal | None =
     has brought the view up to date (it runs pipelined commands side by side), and then reports the
     mailbox as it was (tests/reading/test_search_cache.py caught it).
     """
-    if journal is not None:
-        journal.selected_again(client._imap.untagged_responses)
     responses = client._imap.untagged_responses
+    if journal is not None:
+        journal.selected_again(responses)
     heard = [len(responses.get(name, ())) for name in _NEWS]  # the EXAMINE's EXISTS is still there: not news
     answer, _ = client.noop()
     told_news = [len(responses.get(name, ())) for name in _NEWS] != heard
     told = told_vanished(client)
     for name in _SYNC_RESPONSES:
-        client._imap.untagged_responses.pop(name, None)
+        responses.pop(name, None)
     values = _status(client, mailbox, _items(client))
     state = _state(values)
     if journal is not None:

@@ -11,7 +11,8 @@ directions meet it:
   second line only once the first is acknowledged, and the client, which will speak next, delays that
   acknowledgement. After each command sent, TCP_QUICKACK (Linux) has the answer acknowledged as it is read.
 
-Measured on loopback against Mailutils: 44 ms per command without, 1.5 ms with (`bench/promptly.py`).
+Measured on loopback (`bench/promptly.py`): Mailutils 44 ms a command without, 0.9 ms with; Cyrus and
+Courier 9 ms without, 0.7 ms with.
 Both are socket options only: what is sent and read is unchanged.
 """
 
