@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass, field, replace
 from email.message import EmailMessage
 from email.utils import format_datetime, make_msgid
 
+from ..errors import MailboxError
 from ..imap.mailboxes import personal_name
 from ..imap.session import Session
 
@@ -139,14 +141,23 @@ def _rendered() -> tuple[tuple[_Rendered, ...], tuple[bytes, ...]]:
     seed an account for almost every test."""
     messages = sample_messages()
     ids = tuple(str(item.message["Message-ID"]).encode() for item in messages)
-    return tuple(_Rendered(m.mailbox, m.message.as_bytes(), m.flags, m.date) for m in messages), ids
+    # CRLF line ends, as the wire wants them: APPEND converts bare LFs, MULTIAPPEND does not (Cyrus refuses them)
+    rendered = tuple(_Rendered(m.mailbox, _crlf(m.message.as_bytes()), m.flags, m.date) for m in messages)
+    return rendered, ids
+
+
+def _crlf(raw: bytes) -> bytes:
+    return re.sub(rb"\r?\n", b"\r\n", raw)
 
 
 def seed(client: Session) -> int:
     """Create the sample mailboxes and append the sample messages; returns how many were added.
 
     Mailbox names are placed in the server's personal namespace (`INBOX.Projects` on Courier). Each
-    seeding gives the messages Message-IDs of their own (a reply still names its original's).
+    seeding gives the messages Message-IDs of their own (a reply still names its original's). A server
+    with MULTIAPPEND (RFC 3502) takes each mailbox's messages in one command, in the same order: Dovecot
+    stores them in one transaction, 0.3 ms a message instead of 2 to 5 (the tests seed an account for
+    almost every test).
     """
     existing = {name for _, _, name in client.list_folders()}
     for name in EXTRA_MAILBOXES:
@@ -154,9 +165,19 @@ def seed(client: Session) -> int:
             client.create_folder(personal_name(client, name))
     messages, ids = _rendered()
     fresh = {old: make_msgid(domain=old.rpartition(b"@")[2].rstrip(b">").decode()).encode() for old in ids}
+    by_mailbox: dict[str, list[_Rendered]] = {}
     for item in messages:
         raw = item.raw
         for old, new in fresh.items():
             raw = raw.replace(old, new)
-        client.append(personal_name(client, item.mailbox), raw, flags=item.flags, msg_time=item.date)
+        by_mailbox.setdefault(personal_name(client, item.mailbox), []).append(replace(item, raw=raw))
+    for mailbox, these in by_mailbox.items():
+        if client.has_capability("MULTIAPPEND"):
+            appended = [{"msg": m.raw, "flags": m.flags, "date": m.date} for m in these]
+            answer, text = client.multiappend(mailbox, appended)
+            if answer != "OK":  # imapclient returns a refusal instead of raising it
+                raise MailboxError(f"The IMAP server refused the sample messages for {mailbox!r}: {answer} {text!r}")
+        else:
+            for m in these:
+                client.append(mailbox, m.raw, flags=m.flags, msg_time=m.date)
     return len(messages)
