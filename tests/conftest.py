@@ -37,6 +37,7 @@ import pytest
 from harness import Account, MailServer, Person, new_account, seeded_account, start_dovecot
 from imapclient import IMAPClient
 from postgres import PrivatePostgres
+from schema_checks import check_each_schema_once
 from servers.courier import Courier
 from servers.cyrus import Cyrus
 from servers.mailutils import Mailutils
@@ -60,6 +61,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # the store (approval ledger, webhooks) defaults to $XDG_STATE_HOME: a private one per test process, never
     # the home of whoever runs the tests; every imap-mcp the tests start inherits it
     os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="imap-mcp-state.")
+    check_each_schema_once()
     config.addinivalue_line(
         "markers", "dovecot_only(reason): a test about Dovecot itself (its log, doveadm); not run on the matrix"
     )
