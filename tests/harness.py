@@ -227,6 +227,18 @@ def _flag_sample(client: IMAPClient) -> None:
         client.use_uid = True
 
 
+def logins_logged(dovecot: Dovecot, user: str, method: str, seconds: float = 10.0) -> int:
+    """How many logins of `user` by `method` Dovecot's log shows, once it shows one: its log process writes a line
+    a moment after the login it tells of, so this waits (at most `seconds`) and fails, with the log's tail, if none
+    comes."""
+    line = f"Login: user=<{user}>, method={method},"
+    deadline = time.monotonic() + seconds
+    while (count := dovecot.log_file.read_text(errors="replace").count(line)) == 0:
+        assert time.monotonic() < deadline, f"no {line!r} in Dovecot's log:\n{dovecot.log_file.read_text()[-3000:]}"
+        time.sleep(0.05)
+    return count
+
+
 def start_dovecot(**options: object) -> Dovecot:
     base = Path(os.environ.get("DOVECOT_TMPDIR", "/tmp"))
     dovecot = Dovecot(users={"alice": "alice-pw"}, any_user_password=ANY_USER_PASSWORD, base=base, **options)  # type: ignore[arg-type]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from harness import Account, run_cli, seeded_account
+from harness import Account, logins_logged, run_cli, seeded_account
 from oauth_provider import AuthorizationServer
 from smtp_capture import SENDER, CaptureSMTP
 
@@ -32,7 +32,7 @@ def test_check_says_which_mechanism_and_identity_logged_in(
     assert login.startswith("ok")
     assert f"OAuth 2.0 with SASL XOAUTH2 as {oauth_account.username!r}" in login
     assert f"client 'imap-mcp-tests' from {provider.token_url}" in login
-    assert "Login: user=<" + oauth_account.username + ">, method=XOAUTH2," in oauth_dovecot.log_file.read_text()
+    assert logins_logged(oauth_dovecot, oauth_account.username, "XOAUTH2") == 1
 
 
 def test_check_with_oauthbearer_only_shows_the_fallback(
