@@ -10,9 +10,10 @@ LOGIN's and AUTHENTICATE's arguments are not kept at all.
 
 A command is logged before the bytes that end its line are forwarded, so once the client has its
 answer the command is in the log. `take()` returns what was logged so far and starts afresh,
-which marks a round. The proxy acknowledges what the client sends at once (TCP_QUICKACK), as
-Dovecot's own socket does: imapclient writes a command and its CRLF separately, and with Nagle's
-algorithm on its side a delayed acknowledgement would hold the CRLF back some 40 ms.
+which marks a round. The proxy acknowledges what either side sends at once (TCP_QUICKACK), as
+Dovecot's own socket does: imapclient writes a command and its CRLF separately, and Mailutils an answer
+a line at a time; with Nagle's algorithm on their side a delayed acknowledgement would hold each next
+piece back some 40 ms.
 
     with CommandLog(dovecot.port) as log:
         ... point the client at 127.0.0.1:log.port with IMAP_TLS=none ...

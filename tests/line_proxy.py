@@ -33,6 +33,9 @@ class Lines:
     def pump(self) -> None:
         with contextlib.suppress(OSError):
             while data := self.source.recv(65536):
+                # acknowledged at once: a server that writes its answer a line at a time with Nagle's algorithm on
+                # (Mailutils) waits for the ACK of each line, which Linux delays up to 40 ms (`imap/promptly.py`)
+                self.source.setsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK, 1)
                 self.buffer += data
                 if not self._flush():
                     break
