@@ -102,6 +102,8 @@ specialusealways: yes
 tls_server_cert: {self.cert_file}
 tls_server_key: {d}/tls/key.pem
 maxlogins_per_user: 0
+# answer a failed login at once (Cyrus waits 3 s by default), as the tests' Dovecot does (auth_failure_delay = 0)
+failedloginpause: 0
 # keep raw 8-bit header bytes as appended (Cyrus would turn each into 'X'), as Fastmail keeps them
 munge8bit: no
 # only \\All is protected from DELETE (no mailbox has it; Cyrus 3.6 protects Sent, Trash... by default),
