@@ -35,7 +35,7 @@ import socket
 from dataclasses import dataclass
 from typing import Literal
 
-from line_proxy import LITERAL, LineProxy, Lines, Pump
+from line_proxy import LITERAL, LineProxy, Lines, Pump, acknowledge_at_once
 
 Spoil = Literal["BAD", "NO", "cut"]
 #: what a spoiled completion says after its tag (control characters included: they must not reach a caller raw)
@@ -90,7 +90,7 @@ class _ClientLines:
     def pump(self) -> None:
         with contextlib.suppress(OSError):
             while data := self.source.recv(65536):
-                self.source.setsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK, 1)
+                acknowledge_at_once(self.source)
                 self.buffer += data
                 self._log_lines()
                 self.sink.sendall(data)  # as it came: holding a part back would stall a client that writes in pieces

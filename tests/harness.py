@@ -227,16 +227,23 @@ def _flag_sample(client: IMAPClient) -> None:
         client.use_uid = True
 
 
-def logins_logged(dovecot: Dovecot, user: str, method: str, seconds: float = 10.0) -> int:
-    """How many logins of `user` by `method` Dovecot's log shows, once it shows one: its log process writes a line
-    a moment after the login it tells of, so this waits (at most `seconds`) and fails, with the log's tail, if none
-    comes."""
-    line = f"Login: user=<{user}>, method={method},"
-    deadline = time.monotonic() + seconds
-    while (count := dovecot.log_file.read_text(errors="replace").count(line)) == 0:
-        assert time.monotonic() < deadline, f"no {line!r} in Dovecot's log:\n{dovecot.log_file.read_text()[-3000:]}"
+def wait_for_line(log: Path, text: str, timeout: float = 60.0) -> str:
+    """The first line of `log` containing `text`, once the server has written it."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = [line for line in log.read_text(errors="replace").splitlines() if text in line]
+        if found:
+            return found[0]
         time.sleep(0.05)
-    return count
+    raise AssertionError(f"no line with {text!r} in:\n{log.read_text(errors='replace')[-3000:]}")
+
+
+def logins_logged(dovecot: Dovecot, user: str, method: str) -> int:
+    """How many logins of `user` by `method` Dovecot's log shows, once it shows one (its log process writes the
+    line a moment after the login it tells of)."""
+    line = f"Login: user=<{user}>, method={method},"
+    wait_for_line(dovecot.log_file, line, timeout=10)
+    return dovecot.log_file.read_text(errors="replace").count(line)
 
 
 def start_dovecot(**options: object) -> Dovecot:

@@ -22,6 +22,13 @@ Rewrite = Callable[[bytes], bytes | None]
 Pump = Callable[[], None]
 
 
+def acknowledge_at_once(sock: socket.socket) -> None:
+    """Acknowledge what `sock` received now: a side that writes in pieces with Nagle's algorithm on (imapclient a
+    command and its CRLF, Mailutils an answer a line at a time) waits for the ACK of each piece, which Linux
+    delays up to 40 ms (`imap/promptly.py`). Linux clears the setting on its own, so it is set after each read."""
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK, 1)
+
+
 class Lines:
     """One direction of a connection: whole lines rewritten by `rewrite`, literals passed through as they are."""
 
@@ -33,9 +40,7 @@ class Lines:
     def pump(self) -> None:
         with contextlib.suppress(OSError):
             while data := self.source.recv(65536):
-                # acknowledged at once: a server that writes its answer a line at a time with Nagle's algorithm on
-                # (Mailutils) waits for the ACK of each line, which Linux delays up to 40 ms (`imap/promptly.py`)
-                self.source.setsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK, 1)
+                acknowledge_at_once(self.source)
                 self.buffer += data
                 if not self._flush():
                     break

@@ -6,12 +6,11 @@ import contextlib
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx2
 import pytest
-from harness import Account, http_server, run_cli
+from harness import Account, http_server, run_cli, wait_for_line
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
@@ -20,17 +19,6 @@ from imap_mcp.server.demo.dovecot import free_port
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 TOKEN = "serve-token-0123456789abcdef"
-
-
-def wait_for_line(log: Path, text: str, timeout: float = 60.0) -> str:
-    """The first line of `log` containing `text`, once the server has written it."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = [line for line in log.read_text(errors="replace").splitlines() if text in line]
-        if found:
-            return found[0]
-        time.sleep(0.05)
-    raise AssertionError(f"no line with {text!r} in:\n{log.read_text(errors='replace')}")
 
 
 def nothing_listens(port: int) -> bool:

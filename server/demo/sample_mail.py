@@ -156,8 +156,8 @@ def seed(client: Session) -> int:
     Mailbox names are placed in the server's personal namespace (`INBOX.Projects` on Courier). Each
     seeding gives the messages Message-IDs of their own (a reply still names its original's). A server
     with MULTIAPPEND (RFC 3502) takes each mailbox's messages in one command, in the same order: Dovecot
-    stores them in one transaction, 0.3 ms a message instead of 2 to 5 (the tests seed an account for
-    almost every test).
+    stores them in one transaction (the whole sample in 18 ms instead of 30; the tests seed an account
+    for almost every test).
     """
     existing = {name for _, _, name in client.list_folders()}
     for name in EXTRA_MAILBOXES:
@@ -171,13 +171,19 @@ def seed(client: Session) -> int:
         for old, new in fresh.items():
             raw = raw.replace(old, new)
         by_mailbox.setdefault(personal_name(client, item.mailbox), []).append(replace(item, raw=raw))
+    multiappend = client.has_capability("MULTIAPPEND")
     for mailbox, these in by_mailbox.items():
-        if client.has_capability("MULTIAPPEND"):
-            appended = [{"msg": m.raw, "flags": m.flags, "date": m.date} for m in these]
-            answer, text = client.multiappend(mailbox, appended)
-            if answer != "OK":  # imapclient returns a refusal instead of raising it
-                raise MailboxError(f"The IMAP server refused the sample messages for {mailbox!r}: {answer} {text!r}")
-        else:
-            for m in these:
-                client.append(mailbox, m.raw, flags=m.flags, msg_time=m.date)
+        _append_all(client, mailbox, these, multiappend)
     return len(messages)
+
+
+def _append_all(client: Session, mailbox: str, messages: list[_Rendered], multiappend: bool) -> None:
+    """`messages` into `mailbox`, in order: one MULTIAPPEND (RFC 3502) when the server has it, else an APPEND each."""
+    if not multiappend:
+        for m in messages:
+            client.append(mailbox, m.raw, flags=m.flags, msg_time=m.date)
+        return
+    answer, text = client.multiappend(mailbox, [{"msg": m.raw, "flags": m.flags, "date": m.date} for m in messages])
+    if answer != "OK":  # imapclient returns a refusal instead of raising it
+        said = b" ".join(part for part in text if isinstance(part, bytes)).decode(errors="replace")
+        raise MailboxError(f"The IMAP server refused the sample messages for {mailbox!r}: {answer} {said}")

@@ -93,7 +93,8 @@ async def test_an_added_account_is_served_at_once_and_a_removed_ones_token_is_re
             info = structured(await as_carol.call_tool("get_server_info", {}))
             await subjects_in_inbox(as_alice)  # her pool now keeps connections (idle ones close after 2 minutes)
         # INBOX examined on one, Sent read on another (for the domains she wrote to); both open until she goes
-        assert len(sessions(alice)) == 2 and not any(sessions(alice).values())
+        until("alice's two logins logged", lambda: len(sessions(alice)) == 2, log)
+        assert not any(sessions(alice).values())
         write_accounts(accounts_file, {"bob": table(bob, BOB_TOKEN), "carol": table(carol, CAROL_TOKEN)})
         until("alice's token refused", status_is(url, ALICE_TOKEN, 401), log)
         until("alice's connection closed", lambda: all(sessions(alice).values()), log)
