@@ -7,7 +7,7 @@
   back as `{UNREADABLE: reason}` instead of failing the whole command.
 - `esearch_all` asks for the matching UIDs as one compact set (RFC 4731 ESEARCH).
 - `raw_untagged` sends a command imapclient has no method for (SORT, SEARCH with our own syntax).
-- `take_response_codes` reads and clears the response codes imaplib kept (COPYUID after MOVE).
+- `take_response_codes` reads and clears the responses imaplib kept (COPYUID after MOVE, EXISTS).
 - `add_flags_unless_changed` is a conditional STORE (RFC 7162 UNCHANGEDSINCE), which imapclient lacks;
   `add_flags_reporting` a STORE that says which of a compressed set it changed.
 - `authenticate` runs AUTHENTICATE with a callback that answers each server challenge in turn
@@ -223,7 +223,8 @@ def raw_untagged(client: IMAPClient, command: bytes, args: list[bytes], **option
 
 
 def take_response_codes(client: IMAPClient, code: str) -> list[bytes]:
-    """The `code` response codes (e.g. COPYUID) the connection saw since the last call, and forget them."""
+    """The `code` responses (a response code such as COPYUID, or an untagged EXISTS) the connection saw since the
+    last call, and forget them."""
     taken: list[bytes] = client._imap.untagged_responses.pop(code, [])
     return taken
 

@@ -23,6 +23,7 @@ from typing import Any, Protocol, TypeVar
 
 from ..config import ImapSettings
 from ..imap.connection import connect
+from ..imap.fetch import take_response_codes
 from ..imap.message_ids import MessageRef
 from ..imap.session import Session
 from ..logs import get_logger
@@ -228,7 +229,7 @@ def _told_of_new_mail(client: Session) -> bool:
     catch-up's SEARCH is not in its result, but its EXISTS comes with the answer, and the IDLE after it
     would not tell of it again (it was found only when the IDLE slice ended, a minute later).
     """
-    return bool(client._imap.untagged_responses.pop("EXISTS", None))  # type: ignore[attr-defined]
+    return bool(take_response_codes(client, "EXISTS"))
 
 
 def _idle_until_new_mail(client: Session, seconds: float) -> None:
