@@ -39,154 +39,22 @@ from typing import Any
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
-#: the longest tag (with its attributes) kept; a longer one is read as text
-MAX_TAG = 2048
-#: a complete start or end tag: a name, then attributes (quoted, unquoted, or bare) separated by
-#: spaces or slashes, or directly after a quoted value; possessive throughout, so no input makes
-#: it backtrack
-_TAG = re.compile(
-    r"""</?([A-Za-z][A-Za-z0-9:-]*+)"""
-    r"""(?>(?:[\s/]++|(?<=["']))[^\s"'<>/=]++(?>\s*+=\s*+(?>"[^"]*+"|'[^']*+'|[^\s"'<>`]++))?+)*+"""
-    r"""[\s/]*+>"""
+from .html_bounds import bounded_html, nests_too_deep
+from .html_styles import (
+    TINY_FONT_PX,
+    WHITE,
+    Colour,
+    alike,
+    colour_of,
+    declarations,
+    first_colour,
+    has_image,
+    hiding,
+    length_px,
+    link_target,
+    same_target,
+    stylesheet_declarations,
 )
-_DECLARATION = re.compile(r"<[!?][^<>]*>")
-#: deepest nesting of elements the parser is given
-MAX_DEPTH = 100
-#: elements that never hold others, or that the next of their kind closes: they add no depth
-_NO_DEPTH = frozenset(
-    [
-        "area",
-        "base",
-        "br",
-        "col",
-        "embed",
-        "hr",
-        "img",
-        "input",
-        "link",
-        "meta",
-        "source",
-        "track",
-        "wbr",
-        "param",
-        "keygen",
-        "p",
-        "li",
-        "dt",
-        "dd",
-        "tr",
-        "td",
-        "th",
-        "option",
-        "optgroup",
-        "rb",
-        "rt",
-        "rp",
-        "tbody",
-        "thead",
-        "tfoot",
-        "colgroup",
-        "caption",
-    ]
-)
-#: elements whose content is text up to their end tag, never markup
-_RAW_TEXT = frozenset(
-    ["script", "style", "textarea", "title", "xmp", "iframe", "noembed", "noframes", "noscript", "plaintext"]
-)
-
-
-_TAG_NAME = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9:-]*)")
-
-
-def nests_too_deep(html: str) -> bool:
-    """Whether the elements of `html` may nest deeper than `MAX_DEPTH`: what `bounded_html` counts, over every
-    tag name (complete tag or not, in raw text or not), so an overestimate. Most mail is not, and is parsed
-    as it is."""
-    open_tags = _OpenTags()
-    for tag in _TAG_NAME.finditer(html):
-        name = tag.group(2).lower()
-        if tag.group(1):
-            open_tags.close(name)
-        elif name not in _NO_DEPTH:
-            open_tags.open(name)
-            if len(open_tags) > MAX_DEPTH:
-                return True
-    return False
-
-
-def bounded_html(html: str) -> str:
-    """`html` with only complete tags as markup, nested at most `MAX_DEPTH` deep (see the module docstring)."""
-    out: list[str] = []
-    open_tags = _OpenTags()  #: the elements kept open
-    dropped: Counter[str] = Counter()  #: start tags dropped (too deep) whose end tags are still to come
-    position, end = 0, len(html)
-    while position < end:
-        bracket = html.find("<", position)
-        if bracket < 0:
-            out.append(html[position:])
-            break
-        out.append(html[position:bracket])
-        if html.startswith("<!--", bracket):
-            close = html.find("-->", bracket + 4)
-            position = end if close < 0 else close + 3  # an unfinished comment hides the rest, as in a browser
-            continue
-        limit = min(end, bracket + MAX_TAG)
-        tag = _TAG.match(html, bracket, limit)
-        if tag is None:
-            declaration = _DECLARATION.match(html, bracket, limit)
-            out.append("" if declaration else "&lt;")
-            position = declaration.end() if declaration else bracket + 1
-            continue
-        position = tag.end()
-        name = tag.group(1).lower()
-        if tag.group(0).startswith("</"):
-            if dropped[name]:
-                dropped[name] -= 1
-            else:
-                open_tags.close(name)
-                out.append(tag.group(0))
-        elif name in _RAW_TEXT:
-            closing = re.compile(rf"</{name}[\s/>]", re.IGNORECASE).search(html, position)
-            stop = closing.start() if closing else end
-            out += [tag.group(0), html[position:stop].replace("<", "&lt;") if name != "style" else html[position:stop]]
-            position = stop
-            if closing:
-                out.append(f"</{name}>")
-                position = html.find(">", closing.start()) + 1 or end
-        elif name in _NO_DEPTH or tag.group(0).endswith("/>"):
-            out.append(tag.group(0))
-        elif len(open_tags) >= MAX_DEPTH:
-            dropped[name] += 1
-        else:
-            open_tags.open(name)
-            out.append(tag.group(0))
-    return "".join(out)
-
-
-class _OpenTags:
-    """The names of the elements open, innermost last, and how many of each (so an end tag of none is cheap)."""
-
-    def __init__(self) -> None:
-        self.names: list[str] = []
-        self.counts: Counter[str] = Counter()
-
-    def __len__(self) -> int:
-        return len(self.names)
-
-    def open(self, name: str) -> None:
-        self.names.append(name)
-        self.counts[name] += 1
-
-    def close(self, name: str) -> None:
-        """Pop down to and including the innermost `name`, as an end tag closes what it contains."""
-        if not self.counts[name]:
-            return
-        while True:
-            popped = self.names.pop()
-            self.counts[popped] -= 1
-            if popped == name:
-                return
-
 
 #: deepest nesting of lists and quotes that is shown as such
 MAX_NESTING = 12
@@ -251,99 +119,7 @@ _BLOCKS = frozenset(
 _STYLED_TAGS = frozenset({"font", "body", "ul", "ol", "blockquote", "pre", "textarea"})
 _STRONG, _EMPHASIS = frozenset({"b", "strong"}), frozenset({"i", "em"})
 _HEADINGS = {f"h{n}": n for n in range(1, 7)}
-#: a font size at or under which text is not read by anyone (px; em, rem and % relative to 16px)
-TINY_FONT_PX = 2.9
-#: how close two colours may be (in every channel, 0-255) for text in one to be unseen on the other
-SAME_COLOUR = 24
-OFF_SCREEN_PX = -500.0
-_UNITS_PX = {"px": 1.0, "pt": 4 / 3, "em": 16.0, "rem": 16.0, "%": 0.16, "": 1.0, "pc": 16.0, "cm": 37.8, "mm": 3.78}
-_LENGTH = re.compile(r"^\s*(-?\d*\.?\d+)\s*([a-z%]*)")
-_NAMED_COLOURS = {
-    "white": (255, 255, 255),
-    "black": (0, 0, 0),
-    "red": (255, 0, 0),
-    "green": (0, 128, 0),
-    "blue": (0, 0, 255),
-    "yellow": (255, 255, 0),
-    "gray": (128, 128, 128),
-    "grey": (128, 128, 128),
-    "silver": (192, 192, 192),
-    "whitesmoke": (245, 245, 245),
-    "snow": (255, 250, 250),
-    "ivory": (255, 255, 240),
-    "transparent": (-1, -1, -1),
-}
-Colour = tuple[int, int, int]
-WHITE: Colour = (255, 255, 255)
-BLACK: Colour = (0, 0, 0)
-MAX_LINK_CHARS = 2000
-MAX_STYLE_RULES = 300
 _MARKDOWN_IMAGE = re.compile(r"!\[")
-
-
-def _length_px(value: str) -> float | None:
-    found = _LENGTH.match(value)
-    if found is None:
-        return None
-    unit = found.group(2)
-    return float(found.group(1)) * _UNITS_PX[unit] if unit in _UNITS_PX else None
-
-
-def _colour(value: str | None) -> Colour | None:
-    """An sRGB colour from CSS or an HTML attribute (#rgb, #rrggbb, rgb(), a few names); None if unknown."""
-    if not value:
-        return None
-    text = value.strip().lower().split("!")[0].strip()
-    if text.startswith("#"):
-        digits = text[1:]
-        if len(digits) in (3, 4) and all(c in "0123456789abcdef" for c in digits):
-            return (int(digits[0] * 2, 16), int(digits[1] * 2, 16), int(digits[2] * 2, 16))
-        if len(digits) in (6, 8) and all(c in "0123456789abcdef" for c in digits):
-            return (int(digits[0:2], 16), int(digits[2:4], 16), int(digits[4:6], 16))
-        return None
-    if text.startswith("rgb"):
-        numbers = re.findall(r"-?\d*\.?\d+%?", text)
-        if len(numbers) >= 3:
-            channels = [float(n[:-1]) * 2.55 if n.endswith("%") else float(n) for n in numbers[:3]]
-            if len(numbers) >= 4 and float(numbers[3].rstrip("%")) == 0:
-                return None  # fully transparent: shows what is behind
-            return (int(channels[0]), int(channels[1]), int(channels[2]))
-        return None
-    found = _NAMED_COLOURS.get(text)
-    return None if found is None or found[0] < 0 else found
-
-
-def declarations(style: str) -> dict[str, str]:
-    """`property: value` pairs of a CSS declaration list, lower case, the last of each winning."""
-    found: dict[str, str] = {}
-    for item in style.split(";"):
-        name, colon, value = item.partition(":")
-        if colon:
-            found[name.strip().lower()] = value.strip().lower()
-    return found
-
-
-def hiding(style: dict[str, str]) -> str | None:
-    """Why declarations `style` hide an element and everything in it (None: they do not)."""
-    if style.get("display", "").startswith("none"):
-        return "display:none"
-    if style.get("mso-hide", "").startswith("all"):
-        return "mso-hide:all"
-    opacity = style.get("opacity")
-    if opacity is not None and _length_px(opacity) == 0:
-        return "opacity:0"
-    if style.get("overflow", "").startswith("hidden") or style.get("overflow-y", "").startswith("hidden"):
-        for size in ("max-height", "height", "max-width", "width"):
-            if size in style and _length_px(style[size]) == 0:
-                return f"{size}:0 with overflow:hidden"
-    for place in ("left", "top", "right", "margin-left", "margin-top", "text-indent"):
-        px = _length_px(style.get(place, ""))
-        if px is not None and px <= OFF_SCREEN_PX:
-            return "positioned off-screen"
-    clip = style.get("clip", "")
-    if clip.startswith("rect") and not re.search(r"[1-9]\d", clip) and "auto" not in clip:
-        return "clipped to nothing"
-    return None
 
 
 @dataclass
@@ -427,19 +203,11 @@ class _Writer:
         return re.sub(r"\n{3,}", "\n\n", "\n".join(line.rstrip() for line in lines)).strip()
 
 
-def _has_image(style: dict[str, str], attributes: dict[str, str | None]) -> bool:
-    return (
-        "url(" in style.get("background", "")
-        or "url(" in style.get("background-image", "")
-        or bool(attributes.get("background"))
-    )
-
-
 class _Converter:
     def __init__(self, tree: LexborHTMLParser) -> None:
         self.result = Converted(text="")
         self.writer = _Writer()
-        self.sheet = _stylesheet_declarations(tree)
+        self.sheet = stylesheet_declarations(tree)
         #: each style attribute seen, read once: its declarations and whether they hide
         self.styles: dict[str, tuple[dict[str, str], str | None]] = {"": ({}, None)}
 
@@ -461,19 +229,19 @@ class _Converter:
     def inherited(self, tag: str, attributes: dict[str, str | None], style: dict[str, str], parent: _Style) -> _Style:
         if not style and tag not in _STYLED_TAGS and not (attributes.get("bgcolor") or attributes.get("background")):
             return parent
-        colour = _colour(style.get("color")) or (
-            _colour(attributes.get("color"))
+        colour = colour_of(style.get("color")) or (
+            colour_of(attributes.get("color"))
             if tag == "font"
-            else _colour(attributes.get("text"))
+            else colour_of(attributes.get("text"))
             if tag == "body"
             else None
         )
         background: Colour | None = (
-            _colour(style.get("background-color"))
-            or _colour(_first_colour(style.get("background")))
-            or _colour(attributes.get("bgcolor"))
+            colour_of(style.get("background-color"))
+            or colour_of(first_colour(style.get("background")))
+            or colour_of(attributes.get("bgcolor"))
         )
-        image = _has_image(style, attributes)
+        image = has_image(style, attributes)
         size = style.get("font-size")
         visibility = style.get("visibility")
         lists = (*parent.lists, tag) if tag in ("ul", "ol") and len(parent.lists) < MAX_NESTING else parent.lists
@@ -492,7 +260,7 @@ class _Converter:
             return parent
         tiny = parent.tiny
         if size is not None:
-            px = _length_px(size)
+            px = length_px(size)
             tiny = px is not None and px <= TINY_FONT_PX
         return _Style(
             colour or parent.colour,
@@ -547,7 +315,7 @@ class _Converter:
                 else "a tiny font size"
                 if style.tiny
                 else "the colour of its background"
-                if style.colour is not None and style.background is not None and _alike(style.colour, style.background)
+                if style.colour is not None and style.background is not None and alike(style.colour, style.background)
                 else None
             )
             if why is not None:
@@ -566,8 +334,8 @@ class _Converter:
         source = (attributes.get("src") or "").strip().lower()
         if not source.startswith(("http:", "https:", "//")):
             return  # an attached (cid:) or inline (data:) image loads nothing from anywhere
-        width = _length_px(style.get("width") or attributes.get("width") or "")
-        height = _length_px(style.get("height") or attributes.get("height") or "")
+        width = length_px(style.get("width") or attributes.get("width") or "")
+        height = length_px(style.get("height") or attributes.get("height") or "")
         if (width is not None and width <= 2) or (height is not None and height <= 2):
             self.result.tracking_pixels += 1
         else:
@@ -594,7 +362,7 @@ class _Converter:
                 return tag
             return "-"
         elif tag == "a":
-            return ("a", len(writer.parts), _link_target(node.attributes.get("href")))
+            return ("a", len(writer.parts), link_target(node.attributes.get("href")))
         return tag
 
     def leave(self, state: Any, parent: _Style) -> None:
@@ -614,111 +382,8 @@ class _Converter:
             return
         shown = self.writer.since(start)
         self.result.links.append((shown, target))
-        if not _same_target(shown, target):
+        if not same_target(shown, target):
             self.writer.write((" " if shown else "") + f"<{target}>")
-
-
-def _first_colour(background: str | None) -> str | None:
-    if not background:
-        return None
-    found = re.search(r"#[0-9a-f]{3,8}\b|rgba?\([^)]*\)|\b[a-z]+\b", background)
-    return found.group(0) if found else None
-
-
-def _alike(colour: Colour, background: Colour) -> bool:
-    return (
-        abs(colour[0] - background[0]) <= SAME_COLOUR
-        and abs(colour[1] - background[1]) <= SAME_COLOUR
-        and abs(colour[2] - background[2]) <= SAME_COLOUR
-    )
-
-
-def _link_target(href: str | None) -> str | None:
-    """What a link's `href` points at, on one line and without angle brackets; None for none or an in-page anchor."""
-    if href is None:
-        return None
-    target = re.sub(r"[\x00-\x20\x7f<>]", lambda c: f"%{ord(c.group(0)):02X}", href.strip())
-    if not target or target.startswith("#"):
-        return None
-    return target if len(target) <= MAX_LINK_CHARS else target[:MAX_LINK_CHARS] + "…"
-
-
-def _same_target(shown: str, target: str) -> bool:
-    def bare(url: str) -> str:
-        return re.sub(r"^(?:https?://|mailto:)", "", url.strip().lower()).rstrip("/")
-
-    return bool(shown) and bare(shown) == bare(target)
-
-
-#: the properties a stylesheet rule is read for: what hides, colours and font sizes
-_SHEET_PROPERTIES = frozenset(
-    [
-        "display",
-        "mso-hide",
-        "opacity",
-        "overflow",
-        "overflow-y",
-        "max-height",
-        "height",
-        "max-width",
-        "width",
-        "left",
-        "top",
-        "right",
-        "margin-left",
-        "margin-top",
-        "text-indent",
-        "clip",
-        "color",
-        "background",
-        "background-color",
-        "background-image",
-        "font-size",
-        "visibility",
-    ]
-)
-
-
-def _stylesheet_declarations(tree: LexborHTMLParser) -> dict[int, dict[str, str]]:
-    """The declarations top-level rules of `<style>` elements give each element (by node id), later rules
-    winning; only `_SHEET_PROPERTIES`, and at most `MAX_STYLE_RULES` selectors in all."""
-    found: dict[int, dict[str, str]] = {}
-    rules = 0
-    for sheet in tree.css("style"):
-        for selectors, block in _top_level_rules(sheet.text(deep=True) or ""):
-            wanted = {k: v for k, v in declarations(block).items() if k in _SHEET_PROPERTIES}
-            if not wanted:
-                continue
-            for selector in selectors.split(","):
-                rules += 1
-                if rules > MAX_STYLE_RULES:
-                    return found
-                try:
-                    matched = tree.css(selector.strip())
-                except Exception:  # a selector Lexbor cannot read applies to nothing
-                    continue
-                for node in matched:
-                    found.setdefault(node.mem_id, {}).update(wanted)
-    return found
-
-
-def _top_level_rules(css: str) -> list[tuple[str, str]]:
-    """(selectors, declarations) of each rule of `css` outside any @-block."""
-    css = re.sub(r"/\*.*?(?:\*/|$)", "", css, flags=re.S)
-    rules: list[tuple[str, str]] = []
-    depth, start, selector = 0, 0, ""
-    for position, char in enumerate(css):
-        if char == "{":
-            if depth == 0:
-                selector, start = css[start:position].strip(), position + 1
-            depth += 1
-        elif char == "}" and depth:
-            depth -= 1
-            if depth == 0:
-                if not selector.startswith("@") and "{" not in css[start:position]:
-                    rules.append((selector, css[start:position]))
-                start = position + 1
-    return rules
 
 
 def convert_html(html: str) -> Converted:
