@@ -254,7 +254,7 @@ class Files:
             type="resource_link",
             name=f"attachment-{info.part_id}",
             uri=info.uri,
-            mime_type=info.content_type,
+            mime_type=info.content_type,  # a well-formed type/subtype (`media_types`): a protocol field, unfenced
             size=info.size,
             description="An attachment, as attachments[] lists it (its name there, fenced): data from the sender.",
         )
@@ -398,7 +398,7 @@ def _download(
         )
         raise
     ref = MessageRef(examined.mailbox, examined.uidvalidity, uid)
-    return AttachmentsResult(id=ref.id, delivered=files, skipped=skipped, inline_limit_bytes=None)
+    return AttachmentsResult(id=ref.id, delivered=files, skipped=skipped, inline_limit_bytes=None).judged(TOOL_NAMES)
 
 
 def _inline(
@@ -421,7 +421,8 @@ def _inline(
             AttachmentFile(
                 part_id=p.part.part_id,
                 filename=p.part.filename,
-                content_type=p.part.content_type,
+                content_type=p.part.media_type,
+                declared_type=p.part.declared_type,
                 size=len(p.data),
                 executable=p.reason is not None,
                 executable_reason=p.reason,
@@ -430,12 +431,12 @@ def _inline(
         ],
         skipped=skipped,
         inline_limit_bytes=files.limit,
-    )
+    ).judged(TOOL_NAMES)
     resources = [
         EmbeddedResource(
             type="resource",
             resource=BlobResourceContents(
-                uri=part_uri(server, ref, p.part.part_id), mime_type=p.part.content_type, blob=blob(p.data)
+                uri=part_uri(server, ref, p.part.part_id), mime_type=p.part.media_type, blob=blob(p.data)
             ),
         )
         for p in kept
