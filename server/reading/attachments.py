@@ -118,7 +118,8 @@ class AttachmentsResult(Fenced):
         """This result with the warnings its sender's texts give (`warnings.text_warnings`)."""
         places = attachment_places((f.filename, f.declared_type or f.content_type) for f in self.delivered)
         places += [("file name", f.filename or "") for f in self.skipped]
-        places += [("file path", f.path) for f in self.delivered if f.path]
+        # of a path, the name written is the sender's: the folder is the operator's (it may hold a tool's name)
+        places += [("name of the file written", Path(f.path).name) for f in self.delivered if f.path]
         return self.model_copy(update={"warnings": merged(text_warnings(places, tool_names))})
 
 

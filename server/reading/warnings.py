@@ -16,7 +16,7 @@ A detail never quotes the sender's text (it stands outside the fence): it names 
 - `fence_imitation`: lines that imitate this server's fence were neutralised (`fence.py`).
 
 The last two are judged over every text of the sender a result shows (`text_warnings`): subject, From display
-name, body, and each attachment's file name, MIME type as declared, and the path it was written to.
+name, body, and each attachment's file name, MIME type as declared, and the name of the file written.
 """
 
 from __future__ import annotations

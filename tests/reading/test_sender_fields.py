@@ -10,7 +10,7 @@
   string of a structured result holding the word lies in a sender field, every line of a text content holding it
   between this result's fence lines; the protocol fields no fence can surround (a resource link's, an embedded
   resource's and resources/read's MIME type) hold the reduced type; and the instruction warning names the MIME
-  type, the file name and the path a file was written to.
+  type, the file name and the name of the file written.
 """
 
 from __future__ import annotations
@@ -163,7 +163,7 @@ async def test_every_text_of_the_mail_is_fenced_and_every_mime_type_a_type(
     # the instruction warning reads the types, the file names and the paths
     assert "MIME type" in instruction_places(message) and "file name" in instruction_places(message)
     assert "MIME type" in instruction_places(files) and "file name" in instruction_places(files)
-    assert "file path" in instruction_places(written)
+    assert "name of the file written" in instruction_places(written)
     paths = [Path(f["path"]) for f in written["delivered"]]
     assert [path.parent for path in paths] == [tmp_path, tmp_path] and all(path.is_file() for path in paths)
 
