@@ -43,7 +43,7 @@ from .fence import Fenced, SenderLine, SenderMediaType, sender_line
 from .media_types import UNKNOWN_TYPE
 from .parts import Part, attachments, decoded_stream
 from .reader import MessageContent, MessageGone, structure_of
-from .warnings import MailWarning, attachment_places, merged, text_warnings
+from .warnings import MailWarning, attachment_warnings
 
 #: encoded bytes fetched per round trip when writing a file
 CHUNK_BYTES = 1024 * 1024
@@ -114,13 +114,13 @@ class AttachmentsResult(Fenced):
         "should know (text addressed to an AI assistant, imitations of the fence), and why.",
     )
 
-    def judged(self, tool_names: Iterable[str]) -> AttachmentsResult:
-        """This result with the warnings its sender's texts give (`warnings.text_warnings`)."""
-        places = attachment_places((f.filename, f.declared_type or f.content_type) for f in self.delivered)
-        places += [("file name", f.filename or "") for f in self.skipped]
-        # of a path, the name written is the sender's: the folder is the operator's (it may hold a tool's name)
-        places += [("name of the file written", Path(f.path).name) for f in self.delivered if f.path]
-        return self.model_copy(update={"warnings": merged(text_warnings(places, tool_names))})
+    def judged(self, parts: Iterable[Part], tool_names: Iterable[str]) -> AttachmentsResult:
+        """This result, of `parts`, with the warnings their names and types as the sender wrote them give, and the
+        names of the files written (of a path, only the name is the sender's: the folder, the operator's, may hold
+        a tool's name)."""
+        attachments = [(part.filename, part.content_type) for part in parts]
+        written = [Path(f.path).name for f in self.delivered if f.path]
+        return self.model_copy(update={"warnings": attachment_warnings(attachments, written, tool_names)})
 
 
 def safe_filename(name: str | None, part: Part) -> str:

@@ -139,7 +139,8 @@ class Removed(BaseModel):
     hidden_html: int = Field(description="Pieces of HTML text a person would not see (hidden by CSS or colour).")
     hidden_characters: int = Field(description="Characters of those pieces.")
     invisible_characters: int = Field(
-        description="Zero-width, bidi control, tag and filler characters removed (body, headers, file names)."
+        description="Zero-width, bidi control, tag and filler characters removed (body, headers, file names, "
+        "MIME types)."
     )
     remote_images: int = Field(description="Images on remote servers, dropped (never loaded).")
     tracking_pixels: int = Field(description="Tiny remote images (tracking pixels), dropped (never loaded).")
@@ -451,6 +452,7 @@ def message_content(fetched: FetchedMessage, max_chars: int, judge: Judge | None
         ("body", body.invisible),
         ("headers", sum(without_invisible(values[key])[1] for key in _COUNTED_HEADERS)),
         ("file names", sum(without_invisible(name)[1] for name in names)),
+        ("MIME types", sum(without_invisible(part.content_type)[1] for part in fetched.attachments)),
     ]
     places = [("subject", values["subject"]), ("From display name", fetched.headers.facts.name), ("body", text)]
     places += attachment_places((part.filename, part.content_type) for part in fetched.attachments)

@@ -36,7 +36,7 @@ from .addresses import domain_of
 from .authentication import ResultsHeader, sender_verified
 from .fence import imitates_fence
 from .html_text import Converted
-from .invisible import invisible_removed
+from .invisible import invisible_removed, without_invisible
 from .lookalikes import KnownDomains, ascii_domain, lookalike_reasons, registrable, unicode_domain
 
 WarningCode = Literal[
@@ -272,6 +272,20 @@ def text_warnings(places: Sequence[tuple[str, str]], tool_names: Iterable[str]) 
 def attachment_places(attachments: Iterable[tuple[str | None, str]]) -> list[tuple[str, str]]:
     """The texts of the sender an attachment list shows, by place: each (file name, MIME type as declared)."""
     return [place for name, declared in attachments for place in (("file name", name or ""), ("MIME type", declared))]
+
+
+def attachment_warnings(
+    attachments: Sequence[tuple[str | None, str]], written: Sequence[str], tool_names: Iterable[str]
+) -> list[MailWarning]:
+    """The warnings of an attachment list, each (file name, MIME type as declared), and of the `written` names of
+    files made from them: text addressed to an AI assistant, fence imitations, invisible characters."""
+    places = [*attachment_places(attachments), *(("name of the file written", name) for name in written)]
+    invisible = [
+        ("file names", sum(without_invisible(name or "")[1] for name, _ in attachments)),
+        ("MIME types", sum(without_invisible(declared)[1] for _, declared in attachments)),
+    ]
+    hidden = hidden_warning(None, invisible)
+    return merged([*text_warnings(places, tool_names), *([hidden] if hidden else [])])
 
 
 def merged(found: Sequence[MailWarning]) -> list[MailWarning]:

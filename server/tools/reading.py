@@ -373,7 +373,8 @@ def _download(
     """Each chosen part written to a new file, but those that run when opened; a cancelled call stops after the
     piece being fetched, and the file being written goes (those written whole stay)."""
     uid, found = message_attachments(client, examined, target)
-    wanted, skipped = deliverable(client, uid, chosen_parts(found, part_ids), allow_executables)
+    chosen = chosen_parts(found, part_ids)
+    wanted, skipped = deliverable(client, uid, chosen, allow_executables)
     tally = FetchTally([j.part for j in wanted], report)
     files: list[AttachmentFile] = []
     try:
@@ -398,7 +399,8 @@ def _download(
         )
         raise
     ref = MessageRef(examined.mailbox, examined.uidvalidity, uid)
-    return AttachmentsResult(id=ref.id, delivered=files, skipped=skipped, inline_limit_bytes=None).judged(TOOL_NAMES)
+    result = AttachmentsResult(id=ref.id, delivered=files, skipped=skipped, inline_limit_bytes=None)
+    return result.judged(chosen, TOOL_NAMES)
 
 
 def _inline(
@@ -411,9 +413,8 @@ def _inline(
     files: Files,
 ) -> CallToolResult:
     uid, found = message_attachments(client, examined, target)
-    kept, skipped = inline_parts(
-        client, uid, chosen_parts(found, part_ids), report, files.limit, files.allow_executables
-    )
+    chosen = chosen_parts(found, part_ids)
+    kept, skipped = inline_parts(client, uid, chosen, report, files.limit, files.allow_executables)
     ref = MessageRef(examined.mailbox, examined.uidvalidity, uid)
     result = AttachmentsResult(
         id=ref.id,
@@ -431,7 +432,7 @@ def _inline(
         ],
         skipped=skipped,
         inline_limit_bytes=files.limit,
-    ).judged(TOOL_NAMES)
+    ).judged(chosen, TOOL_NAMES)
     resources = [
         EmbeddedResource(
             type="resource",
