@@ -19,11 +19,12 @@ from dataclasses import dataclass
 
 from ..imap.existence import existing_uids
 from ..imap.lookup import MessageSelection
+from ..imap.message_ids import canonical_name
 from ..imap.pool import examine
 from ..imap.session import Session
 from ..imap.uid_sets import compress, expand
 from ..reading.search import SearchQuery, matching_uids
-from .messages import ChangeRefused, canonical_name
+from .messages import ChangeRefused
 
 #: the most messages one change by query may touch (as many as a call may name by id)
 MAX_QUERY_MATCHES = 50_000

@@ -45,7 +45,7 @@ from ..imap.existence import existing_uids
 from ..imap.fetch import add_flags_reporting, take_response_codes
 from ..imap.lookup import MessageSelection, check_selection
 from ..imap.mailboxes import mailbox_with_role, missing_role_advice
-from ..imap.message_ids import StaleMessageId
+from ..imap.message_ids import StaleMessageId, canonical_name
 from ..imap.pool import NoSuchMailbox
 from ..imap.session import Session
 from ..imap.uid_sets import compress, expand
@@ -190,11 +190,6 @@ def select_source(client: Session, messages: MessageSelection) -> Selected:
 def same_mailbox(first: str, second: str) -> bool:
     """Whether two names name one mailbox: INBOX in any case (RFC 3501), every other name exactly."""
     return first == second or first.upper() == second.upper() == "INBOX"
-
-
-def canonical_name(name: str) -> str:
-    """`INBOX` for any spelling of it, so ids and dialogs name it one way; other names unchanged."""
-    return "INBOX" if name.upper() == "INBOX" else name
 
 
 def plan_message_change(

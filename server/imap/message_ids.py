@@ -37,6 +37,12 @@ class MessageRef:
         return encode_id(self)
 
 
+def canonical_name(name: str) -> str:
+    """`INBOX` for any spelling of it (RFC 3501: INBOX is case-insensitive), so ids, URIs and dialogs name it one
+    way; other names unchanged."""
+    return "INBOX" if name.upper() == "INBOX" else name
+
+
 def encode_id(ref: MessageRef) -> str:
     name = base64.urlsafe_b64encode(ref.mailbox.encode()).decode().rstrip("=")
     return f"{PREFIX}{name}.{ref.uidvalidity}.{ref.uid}"

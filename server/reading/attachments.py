@@ -25,7 +25,7 @@ import mimetypes
 import os
 import secrets
 import unicodedata
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,9 +39,11 @@ from ..imap.message_ids import MessageRef
 from ..imap.pool import Examined
 from ..imap.session import Session
 from .executables import executable_reason, file_reason
-from .fence import Fenced, SenderLine
+from .fence import Fenced, SenderLine, SenderMediaType, sender_line
+from .media_types import UNKNOWN_TYPE
 from .parts import Part, attachments, decoded_stream
 from .reader import MessageContent, MessageGone, structure_of
+from .warnings import MailWarning, attachment_warnings
 
 #: encoded bytes fetched per round trip when writing a file
 CHUNK_BYTES = 1024 * 1024
@@ -73,9 +75,17 @@ EXECUTABLE_REASON = "Why it runs when opened; null when it does not."
 class AttachmentFile(BaseModel):
     part_id: str
     filename: SenderLine | None = Field(description="The name the sender gave it, decoded.")
-    content_type: str = Field(alias="type")
+    content_type: SenderMediaType = Field(
+        alias="type", description=f"MIME type; {UNKNOWN_TYPE} when the declared one is malformed."
+    )
+    declared_type: SenderLine | None = Field(
+        default=None, description=f"The MIME type as the sender declared it, when type shows {UNKNOWN_TYPE} instead."
+    )
     size: int = Field(description="Bytes (decoded).")
-    path: str | None = Field(default=None, description="Where it was written (only with IMAP_DOWNLOAD_DIR).")
+    path: SenderLine | None = Field(
+        default=None,
+        description="Where it was written (only with IMAP_DOWNLOAD_DIR); its file name is made from the sender's.",
+    )
     executable: bool = Field(default=False, description=EXECUTABLE + f" Delivered only with {ALLOW_EXECUTABLES}=true.")
     executable_reason: str | None = Field(default=None, description=EXECUTABLE_REASON)
 
@@ -98,15 +108,30 @@ class AttachmentsResult(Fenced):
     inline_limit_bytes: int | None = Field(
         description="Inline mode: at most this many decoded bytes are returned per call; null when writing files."
     )
+    warnings: list[MailWarning] = Field(
+        default_factory=list,
+        description="What the file names, MIME types and paths of these attachments hold that a careful reader "
+        "should know (text addressed to an AI assistant, imitations of the fence), and why.",
+    )
+
+    def judged(self, parts: Iterable[Part], tool_names: Iterable[str]) -> AttachmentsResult:
+        """This result, of `parts`, with the warnings their names and types as the sender wrote them give, and the
+        names of the files written (of a path, only the name is the sender's: the folder, the operator's, may hold
+        a tool's name)."""
+        attachments = [(part.filename, part.content_type) for part in parts]
+        written = [Path(f.path).name for f in self.delivered if f.path]
+        return self.model_copy(update={"warnings": attachment_warnings(attachments, written, tool_names)})
 
 
 def safe_filename(name: str | None, part: Part) -> str:
-    """A plain file name from whatever the sender wrote: never a path, never hidden, never empty."""
+    """A plain file name from whatever the sender wrote: never a path, never hidden, never empty; and as a
+    `SenderLine` shows it (invisible characters gone, fence look-alikes neutralised), so the path a result
+    shows, fenced, is the file's."""
     text = unicodedata.normalize("NFC", name or "").replace("\\", "/").rsplit("/", 1)[-1]
     text = "".join(ch for ch in text if ch.isprintable() and ch not in _FORBIDDEN)
-    text = text.strip().lstrip(".").strip()
+    text = sender_line(text).strip().lstrip(".").strip()
     if not text:
-        extension = mimetypes.guess_extension(part.content_type) or ".bin"
+        extension = mimetypes.guess_extension(part.media_type) or ".bin"
         text = f"attachment-{part.part_id}{extension}"
     stem, dot, extension = text.rpartition(".")
     if not dot or len(extension) > 16:
@@ -209,7 +234,8 @@ def write_part(
     return AttachmentFile(
         part_id=part.part_id,
         filename=part.filename,
-        content_type=part.content_type,
+        content_type=part.media_type,
+        declared_type=part.declared_type,
         size=written,
         path=str(path),
         executable=reason is not None,

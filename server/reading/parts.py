@@ -19,6 +19,8 @@ from email.header import decode_header, make_header
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
+from .media_types import declared_if_reduced, media_type
+
 #: bytes per base64 line with its CRLF, and the bytes it carries
 _B64_LINE, _B64_DATA = 78, 57
 
@@ -34,6 +36,16 @@ class Part:
     size: int = 0  #: encoded size on the server, in bytes
     disposition: str | None = None
     filename: str | None = None
+
+    @property
+    def media_type(self) -> str:
+        """The type as a result shows it: `content_type` when well-formed, else application/octet-stream."""
+        return media_type(self.content_type)
+
+    @property
+    def declared_type(self) -> str | None:
+        """`content_type` when `media_type` does not show it (fenced beside it), else None."""
+        return declared_if_reduced(self.content_type)
 
     @property
     def charset(self) -> str | None:

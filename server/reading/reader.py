@@ -39,9 +39,10 @@ from .authentication import (
     results_headers,
 )
 from .body_choice import CHOSEN_BECAUSE, BodyFormat, ChosenBecause, is_stub, plan
-from .fence import Fenced, SenderBlock, SenderLine, imitates_fence
+from .fence import Fenced, SenderBlock, SenderLine, SenderMediaType
 from .html_text import Converted, convert_html
 from .invisible import without_invisible
+from .media_types import UNKNOWN_TYPE
 from .parts import (
     Node,
     Part,
@@ -55,11 +56,12 @@ from .warnings import (
     Judge,
     MailWarning,
     SenderFacts,
-    fence_warning,
+    attachment_places,
     hidden_warning,
-    instructions_warning,
     link_warning,
+    merged,
     sender_warnings,
+    text_warnings,
 )
 
 HEADER_FIELDS = ("FROM", "TO", "CC", "REPLY-TO", "DATE", "SUBJECT", "MESSAGE-ID", "IN-REPLY-TO", "REFERENCES")
@@ -85,7 +87,12 @@ class MessageUnreadable(MailboxError, ValueError):
 class AttachmentInfo(BaseModel):
     part_id: str = Field(description="IMAP part id; pass it to get_attachments to fetch only this one.")
     filename: SenderLine | None = Field(description="File name as the sender gave it, decoded; may be absent.")
-    content_type: str = Field(alias="type", description="MIME type, e.g. application/pdf.")
+    content_type: SenderMediaType = Field(
+        alias="type", description=f"MIME type, e.g. application/pdf; {UNKNOWN_TYPE} when the declared one is malformed."
+    )
+    declared_type: SenderLine | None = Field(
+        default=None, description=f"The MIME type as the sender declared it, when type shows {UNKNOWN_TYPE} instead."
+    )
     size: int = Field(description="Approximate size in bytes once decoded.")
     executable: bool = Field(
         default=False,
@@ -132,7 +139,8 @@ class Removed(BaseModel):
     hidden_html: int = Field(description="Pieces of HTML text a person would not see (hidden by CSS or colour).")
     hidden_characters: int = Field(description="Characters of those pieces.")
     invisible_characters: int = Field(
-        description="Zero-width, bidi control, tag and filler characters removed (body, headers, file names)."
+        description="Zero-width, bidi control, tag and filler characters removed (body, headers, file names, "
+        "MIME types)."
     )
     remote_images: int = Field(description="Images on remote servers, dropped (never loaded).")
     tracking_pixels: int = Field(description="Tiny remote images (tracking pixels), dropped (never loaded).")
@@ -258,7 +266,11 @@ def parse_headers(raw: bytes) -> Headers:
 
 def attachment_info(part: Part) -> AttachmentInfo:
     return AttachmentInfo(
-        part_id=part.part_id, filename=part.filename, content_type=part.content_type, size=part.decoded_size
+        part_id=part.part_id,
+        filename=part.filename,
+        content_type=part.media_type,
+        declared_type=part.declared_type,
+        size=part.decoded_size,
     )
 
 
@@ -440,15 +452,15 @@ def message_content(fetched: FetchedMessage, max_chars: int, judge: Judge | None
         ("body", body.invisible),
         ("headers", sum(without_invisible(values[key])[1] for key in _COUNTED_HEADERS)),
         ("file names", sum(without_invisible(name)[1] for name in names)),
+        ("MIME types", sum(without_invisible(part.content_type)[1] for part in fetched.attachments)),
     ]
     places = [("subject", values["subject"]), ("From display name", fetched.headers.facts.name), ("body", text)]
-    places += [("file name", name) for name in names]
+    places += attachment_places((part.filename, part.content_type) for part in fetched.attachments)
     found = [
         *sender_warnings(fetched.headers.facts, judge),
         hidden_warning(body.converted, invisible),
         link_warning(body.converted.links) if body.converted else None,
-        *(instructions_warning(where, what, judge.tool_names) for where, what in places),
-        fence_warning([(where, imitates_fence(what)) for where, what in places]),
+        *text_warnings(places, judge.tool_names),
     ]
     converted = body.converted or Converted(text="")
     return MessageContent(
@@ -471,7 +483,7 @@ def message_content(fetched: FetchedMessage, max_chars: int, judge: Judge | None
         authentication=authentication(
             fetched.headers.facts.results, judge.trusted_authserv_ids, fetched.headers.facts.domain
         ),
-        warnings=_merged([w for w in found if w is not None]),
+        warnings=merged([w for w in found if w is not None]),
         removed=Removed(
             hidden_html=sum(converted.hidden.values()),
             hidden_characters=converted.hidden_chars,
@@ -480,14 +492,6 @@ def message_content(fetched: FetchedMessage, max_chars: int, judge: Judge | None
             tracking_pixels=converted.tracking_pixels,
         ),
     )
-
-
-def _merged(found: list[MailWarning]) -> list[MailWarning]:
-    """One warning per code: the details of warnings with the same code joined."""
-    by_code: dict[str, list[str]] = {}
-    for warning in found:
-        by_code.setdefault(warning.code, []).append(warning.detail)
-    return [MailWarning(code=code, detail="; ".join(details)) for code, details in by_code.items()]  # type: ignore[arg-type]
 
 
 def read_message(

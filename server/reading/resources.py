@@ -3,7 +3,8 @@
 A part's URI is `imap://USER@HOST:PORT/MAILBOX;UIDVALIDITY=V/;UID=U/;SECTION=PART` (`part_uri`; `TEMPLATE` is
 its RFC 6570 template): the user, host and port are the account's (`ImapSettings.account`, the user and the
 mailbox percent-encoded), so a URI names one account's message, and a server serving another account finds nothing
-at it. A URI has one spelling, the one written here: any other is refused, as a message id's other spellings are.
+at it. A URI has one spelling, the one written here (INBOX in upper case): any other is refused, as a message id's
+other spellings are.
 
 Reading one (`read_part_resource`) is `get_attachments` for one part: BODY.PEEK on an EXAMINEd mailbox (nothing
 is marked read), the same bound (IMAP_MAX_ATTACHMENT_BYTES, here for one part), and an attachment that runs when
@@ -20,7 +21,7 @@ from urllib.parse import quote, unquote
 from ..config import ImapSettings
 from ..errors import ArgumentError, MailboxError
 from ..imap.lookup import MessageSelection
-from ..imap.message_ids import MAX_UID, MessageRef
+from ..imap.message_ids import MAX_UID, MessageRef, canonical_name
 from ..imap.pool import Examined
 from ..imap.session import Session
 from .attachments import InlinePart, chosen_parts, inline_parts, message_attachments
@@ -55,9 +56,11 @@ def authority(settings: ImapSettings) -> str:
 
 
 def part_uri(server: str, ref: MessageRef, part_id: str) -> str:
-    """The URI of the part `part_id` of the message `ref`, on the account whose `authority` is `server`."""
+    """The URI of the part `part_id` of the message `ref`, on the account whose `authority` is `server` (INBOX
+    spelled so in any case it was named)."""
     return (
-        f"imap://{server}/{quote(ref.mailbox, safe='')};UIDVALIDITY={ref.uidvalidity}/;UID={ref.uid}/;SECTION={part_id}"
+        f"imap://{server}/{quote(canonical_name(ref.mailbox), safe='')};UIDVALIDITY={ref.uidvalidity}/;UID={ref.uid}/"
+        f";SECTION={part_id}"
     )
 
 
@@ -85,7 +88,7 @@ def parse_part_uri(uri: str) -> PartAddress:
     if part_uri(address.server, address.ref, address.section) != uri:
         raise InvalidPartUri(
             f"{uri[:300]!r} is not an attachment's URI as this server writes it (another spelling of one: leading "
-            "zeros, other percent-encoding); pass the URI exactly as get_message gave it."
+            "zeros, other percent-encoding, INBOX in another case); pass the URI exactly as get_message gave it."
         )
     return address
 

@@ -14,6 +14,9 @@ A detail never quotes the sender's text (it stands outside the fence): it names 
 - `instructions_to_assistant`: text addressed to an AI assistant or its tools (`INSTRUCTION_RULES`,
   justified on the corpus in `tests/reading/injection_corpus.py`); the text stays, flagged.
 - `fence_imitation`: lines that imitate this server's fence were neutralised (`fence.py`).
+
+The last two are judged over every text of the sender a result shows (`text_warnings`): subject, From display
+name, body, and each attachment's file name, MIME type as declared, and the name of the file written.
 """
 
 from __future__ import annotations
@@ -31,8 +34,9 @@ from pydantic import BaseModel, Field
 
 from .addresses import domain_of
 from .authentication import ResultsHeader, sender_verified
+from .fence import imitates_fence
 from .html_text import Converted
-from .invisible import invisible_removed
+from .invisible import invisible_removed, without_invisible
 from .lookalikes import KnownDomains, ascii_domain, lookalike_reasons, registrable, unicode_domain
 
 WarningCode = Literal[
@@ -254,6 +258,42 @@ def fence_warning(where: Sequence[tuple[str, int]]) -> MailWarning | None:
         detail=f"lines imitating this server's fence ({places}) were neutralised: marked, their brackets turned "
         "round; only lines with this result's nonce are fence lines",
     )
+
+
+def text_warnings(places: Sequence[tuple[str, str]], tool_names: Iterable[str]) -> list[MailWarning]:
+    """`instructions_to_assistant` for each (place, text of the sender) addressed to an AI assistant, and
+    `fence_imitation` for the lines among them that imitate the fence."""
+    names = frozenset(tool_names)
+    found = [instructions_warning(where, text, names) for where, text in places]
+    found.append(fence_warning([(where, imitates_fence(text)) for where, text in places]))
+    return [warning for warning in found if warning is not None]
+
+
+def attachment_places(attachments: Iterable[tuple[str | None, str]]) -> list[tuple[str, str]]:
+    """The texts of the sender an attachment list shows, by place: each (file name, MIME type as declared)."""
+    return [place for name, declared in attachments for place in (("file name", name or ""), ("MIME type", declared))]
+
+
+def attachment_warnings(
+    attachments: Sequence[tuple[str | None, str]], written: Sequence[str], tool_names: Iterable[str]
+) -> list[MailWarning]:
+    """The warnings of an attachment list, each (file name, MIME type as declared), and of the `written` names of
+    files made from them: text addressed to an AI assistant, fence imitations, invisible characters."""
+    places = [*attachment_places(attachments), *(("name of the file written", name) for name in written)]
+    invisible = [
+        ("file names", sum(without_invisible(name or "")[1] for name, _ in attachments)),
+        ("MIME types", sum(without_invisible(declared)[1] for _, declared in attachments)),
+    ]
+    hidden = hidden_warning(None, invisible)
+    return merged([*text_warnings(places, tool_names), *([hidden] if hidden else [])])
+
+
+def merged(found: Sequence[MailWarning]) -> list[MailWarning]:
+    """One warning per code: the details of warnings with the same code joined."""
+    by_code: dict[WarningCode, list[str]] = {}
+    for warning in found:
+        by_code.setdefault(warning.code, []).append(warning.detail)
+    return [MailWarning(code=code, detail="; ".join(details)) for code, details in by_code.items()]
 
 
 def hidden_warning(converted: Converted | None, invisible: Sequence[tuple[str, int]]) -> MailWarning | None:

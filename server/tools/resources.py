@@ -108,7 +108,7 @@ def part_reader(pool: ImapPool, limit: int, allow_executables: bool) -> Callable
         meta: dict[str, Any] = {"size": len(found.data)}
         if found.reason is not None:
             meta["executable_reason"] = found.reason
-        return PartResource(uri=uri, name=TEMPLATE_NAME, mime_type=found.part.content_type, meta=meta, data=found.data)
+        return PartResource(uri=uri, name=TEMPLATE_NAME, mime_type=found.part.media_type, meta=meta, data=found.data)
 
     return read
 

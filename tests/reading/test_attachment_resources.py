@@ -34,7 +34,7 @@ from imap_mcp.server.accounts.loading import load_accounts
 from imap_mcp.server.config import DEFAULT_MAX_ATTACHMENT_BYTES, ConfigError, load_settings
 from imap_mcp.server.demo.dovecot import Dovecot
 from imap_mcp.server.imap.message_ids import MessageRef, decode_id
-from imap_mcp.server.reading.resources import TEMPLATE, authority, parse_part_uri, part_uri
+from imap_mcp.server.reading.resources import TEMPLATE, InvalidPartUri, authority, parse_part_uri, part_uri
 
 pytestmark = pytest.mark.anyio
 
@@ -169,6 +169,7 @@ async def test_a_uri_naming_nothing_here_is_not_found_saying_why(account: Accoun
         cases = {
             "imap://nothing-like-it": "is not the URI of an attachment",
             part_uri(server, ref, "2").replace(";UID=", ";UID=0"): "another spelling",
+            part_uri(server, ref, "2").replace("/INBOX;", "/inbox;"): "INBOX in another case",
             part_uri(server, ref, "9"): "are not attachments of this message",
             part_uri(server, ref, "1"): "are not attachments of this message",
             part_uri(server, MessageRef(ref.mailbox, ref.uidvalidity + 1, ref.uid), "2"): "stale",
@@ -181,6 +182,23 @@ async def test_a_uri_naming_nothing_here_is_not_found_saying_why(account: Accoun
     for uri, expected in cases.items():
         assert (errors[uri].code, errors[uri].data) == (NOT_FOUND, {"uri": uri})
         assert expected in errors[uri].message, (uri, errors[uri].message)
+
+
+async def test_inbox_has_one_spelling_in_a_uri(account: Account) -> None:
+    """A message named by `inbox` (the deprecated mailbox + uid) links its parts at INBOX, the one spelling a
+    resources/read takes: IMAP names INBOX in any case, a URI in one."""
+    uid = append_message(account, mail_with(("one.bin", b"one")))
+    async with served(account, mode="2026-07-28") as client:
+        result = await client.call_tool("get_message", {"mailbox": "inbox", "uid": uid})
+        (link,) = [block for block in result.content if isinstance(block, ResourceLink)]
+        read = await client.read_resource(str(link.uri))
+        lower = await read_error(client, str(link.uri).replace("/INBOX;", "/inbox;"))
+    assert str(link.uri) == part_uri(authority(account.imap_settings()), ref_of(account, uid), "2")
+    assert base64.b64decode(read.contents[0].blob) == b"one"  # type: ignore[union-attr]
+    assert (lower.code, lower.data) == (NOT_FOUND, {"uri": str(link.uri).replace("/INBOX;", "/inbox;")})
+    assert "INBOX in another case" in lower.message
+    with pytest.raises(InvalidPartUri, match="INBOX in another case"):
+        parse_part_uri(str(link.uri).replace("/INBOX;", "/Inbox;"))
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -100,6 +100,7 @@ async def test_nested_multipart_reads_the_text_and_lists_the_attachment(account:
             "part_id": "2",
             "filename": "beach.png",
             "type": "image/png",
+            "declared_type": None,
             "size": 70,
             "executable": False,
             "executable_reason": None,
