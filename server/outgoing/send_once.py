@@ -310,13 +310,10 @@ class Sender:
         try:
             await anyio.to_thread.run_sync(ledger.advance, key, holder, state, outcome)
         except ImapMcpError as exc:
+            sent = "; do not ask for a new approval to send it again: it was sent" if state == "done" else ""
             result.problems.append(
                 f"The store could not record the outcome ({exc}) It still holds this approval as handed to the "
-                "SMTP server, so repeating the call with the same approval sends nothing more; do not ask for a new "
-                "approval to send it again: it was sent."
-                if state == "done"
-                else f"The store could not record the outcome ({exc}) It still holds this approval as handed to "
-                "the SMTP server, so repeating the call with the same approval sends nothing more."
+                f"SMTP server, so repeating the call with the same approval sends nothing more{sent}."
             )
 
     @staticmethod

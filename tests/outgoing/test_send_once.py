@@ -27,6 +27,8 @@ from smtp_capture import SENDER, CaptureSMTP, Gate
 from store_faults import KINDS, FaultAtData, Kind, StoreFault, store_path
 
 from imap_mcp.server.config import Settings, load_settings
+from imap_mcp.server.outgoing import send_once
+from imap_mcp.server.outgoing.smtp import send
 from imap_mcp.server.store import database
 from imap_mcp.server.store.database import Store
 from imap_mcp.server.store.ledger import ledger_at
@@ -68,15 +70,15 @@ def past_the_claims_lifetime() -> None:
 
 
 @contextlib.asynccontextmanager
-async def approved(settings: Settings) -> AsyncIterator[Any]:
-    """A 2026-07-28 client whose person approved MESSAGE once; yields `answer()`, the approved retry, to replay."""
+async def approved(settings: Settings, message: dict[str, Any] = MESSAGE) -> AsyncIterator[Any]:
+    """A 2026-07-28 client whose person approved `message` once; yields `answer()`, the approved retry, to replay."""
     async with served(settings, mode="2026-07-28", elicitation_callback=Person()) as client:
-        asked = await client.session.call_tool("send_message", MESSAGE, allow_input_required=True)
+        asked = await client.session.call_tool("send_message", message, allow_input_required=True)
         assert isinstance(asked, InputRequiredResult)
 
         async def answer() -> CallToolResult:
             return await client.session.call_tool(
-                "send_message", MESSAGE, input_responses=YES, request_state=asked.request_state
+                "send_message", message, input_responses=YES, request_state=asked.request_state
             )
 
         yield answer
@@ -318,3 +320,32 @@ async def test_a_confirm_token_approved_before_the_store_was_made_again_sends_no
     assert "is not the one imap-mcp opened when it started" in running
     assert "The confirm_token does not fit this call" in restarted
     assert [m["Message-ID"] for m in smtp.messages] == [sent["message_id"]]
+
+
+async def test_an_error_no_layer_expected_after_the_message_left_is_a_problem_beside_the_send(
+    account: Account, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What no real part raises (a bug) is stood in for here: in filing the Sent copy, then (another approval) in
+    the hand-over after SMTP took the message. Neither may turn a delivered message into an internal error."""
+
+    def broken_filing(*args: Any) -> None:
+        raise RuntimeError("a bug while filing")
+
+    def sent_then_broken(*args: Any) -> dict[str, str]:
+        send(*args)
+        raise RuntimeError("a bug after the hand-over")
+
+    with CaptureSMTP(auth=(account.username, account.password)) as smtp:
+        settings = load_settings(account.env(**smtp.env(), SMTP_FROM=SENDER))
+        monkeypatch.setattr(send_once, "file_sent_copy", broken_filing)
+        async with approved(settings) as answer:
+            filed = structured(await answer())
+        monkeypatch.setattr(send_once, "send", sent_then_broken)
+        async with approved(settings, {**MESSAGE, "subject": "Lunch on Saturday"}) as answer:
+            handed = structured(await answer())
+            again = structured(await answer())
+    assert (filed["status"], filed["saved_to_sent"]) == ("sent", False)
+    assert "filing the Sent copy failed inside imap-mcp (RuntimeError" in " ".join(filed["problems"])
+    assert handed["status"] == "unconfirmed" and "may have been sent" in " ".join(handed["problems"])
+    assert again["status"] == "already_sent"
+    assert [m["Message-ID"] for m in smtp.messages] == [filed["message_id"], handed["message_id"]]
