@@ -1,4 +1,4 @@
-"""Glue between the settings and `protocol.Guard`: the key ring and the start lines.
+"""Glue between the settings and `protocol.Guard`: the key ring, the start lines, and the store an approval is for.
 
 The questions each feature asks live with the feature: `changes.questions` (messages and
 mailboxes), `outgoing.approval` (mail to send).
@@ -6,12 +6,16 @@ mailboxes), `outgoing.approval` (mail to send).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+import anyio.to_thread
 from mcp.server.request_state import authenticated_principal
 
-from imap_mcp.protocol import Guard, PrincipalHook
-from imap_mcp.sealing import KeyRing
+from imap_mcp.protocol import ApprovalRequest, Guard, PrincipalHook
+from imap_mcp.sealing import KeyRing, Scope
 
 from .config import Settings
+from .store.ledger import writable_store_at
 
 ELICITATION_OFF_LINE = "ELICITATION=false — guarded tools fall back to the two-call token"
 EPHEMERAL_KEY_LINE = (
@@ -36,3 +40,18 @@ def start_lines(settings: Settings, http: bool) -> list[str]:
     if not settings.elicitation:
         lines.append(ELICITATION_OFF_LINE)
     return lines
+
+
+async def bound_to_the_store(request: ApprovalRequest, store_url: str) -> ApprovalRequest:
+    """`request` bound to the store whose approval ledger will run it once, after a write showed that store takes
+    one: call it right before `Guard.approve`.
+
+    So a store that could not record a send or change (locked, read-only, full, gone, replaced) refuses the call
+    before anyone is asked (`StoreError`), on the question's call and on the answer's. And the store's identity
+    is a scope of the approved target: an approval given while another store was in place (the file deleted and
+    made again, another database) does not fit, so a fresh store, which knows nothing of what that approval
+    already did, can never run it a second time.
+    """
+    identity = await anyio.to_thread.run_sync(writable_store_at, store_url)
+    target = request.target
+    return replace(request, target=replace(target, scopes=(*target.scopes, Scope("store", identity))))

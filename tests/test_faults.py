@@ -11,6 +11,7 @@ import contextlib
 import dataclasses
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -21,10 +22,12 @@ from mcp import Client
 from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, ElicitResult, InputRequiredResult, InputResponses, TextContent
 from smtp_capture import SENDER, CaptureSMTP
+from store_faults import KINDS, Kind, StoreFault, store_path
 
 from imap_mcp.server.app import build_server
 from imap_mcp.server.config import ImapSettings, Settings, load_settings
 from imap_mcp.server.imap.pool import ImapPool
+from imap_mcp.server.store import database
 
 pytestmark = pytest.mark.anyio
 
@@ -325,3 +328,56 @@ async def test_census_after_a_fault_and_replays(
     expected = {"moved": before, "copied": before + changed, "deleted": before - changed}[effect]
     assert census(account) == expected
     assert not set(ids) & set(message_ids(account, "INBOX")) or effect == "copied"
+
+
+# --- issue #38: a change made is reported done, whatever the store does next ---
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_a_store_fault_after_a_move_ran_reports_it_done_and_a_replay_changes_nothing_more(
+    account: Account, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: Kind
+) -> None:
+    """The server has moved the messages; its answer is held while the store is locked by another process past
+    its timeout (or made immutable), then let through: the move is done, the store cannot record it."""
+    monkeypatch.setattr(database, "BUSY_TIMEOUT", 0.5)
+    url = f"sqlite:///{tmp_path / 'store.sqlite3'}"
+    ids = message_ids(account, "INBOX")[:2]
+    before = census(account)
+    fault = StoreFault(kind, store_path(url))
+    arguments = {"ids": ids, "destination": "Archive"}
+    try:
+        with through_proxy(account) as proxy:
+            moved = Fault(b"] Moved UIDs", "hold")
+            proxy.inject(moved)
+            settings = load_settings(account.env("none", IMAP_MCP_STORE=url))
+            settings = dataclasses.replace(settings, imap=proxied(account, proxy))
+            async with Client(build_server(settings), mode="2026-07-28", elicitation_callback=Person()) as client:
+                asked = await client.session.call_tool("move_messages", arguments, allow_input_required=True)
+                assert isinstance(asked, InputRequiredResult)
+
+                async def answer() -> CallToolResult:
+                    return await client.session.call_tool(
+                        "move_messages", arguments, input_responses=YES, request_state=asked.request_state
+                    )
+
+                done: list[dict[str, Any]] = []
+
+                async def move() -> None:
+                    done.append(structured(await answer()))
+
+                with anyio.fail_after(HANG_GUARD):
+                    async with anyio.create_task_group() as group:
+                        group.start_soon(move)
+                        while not moved.fired:  # the server moved them; its answer waits at the proxy
+                            await anyio.sleep(0.05)
+                        await anyio.to_thread.run_sync(fault.begin)
+                        moved.release()
+                fault.end()
+                again = await answer()
+    finally:
+        fault.end()
+    assert (done[0]["status"], done[0]["count"]) == ("done", 2)
+    [problem] = done[0]["problems"]
+    assert "the store could not record that it did" in problem and "changes nothing more" in problem
+    assert "None of these messages exist in 'INBOX'" in error_text(again)  # planned again: nothing left to move
+    assert census(account) == before and not set(ids) & set(message_ids(account, "INBOX"))

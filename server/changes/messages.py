@@ -108,6 +108,8 @@ class ChangeReport:
     already_present: tuple[int, ...] = ()
     #: not changed because the call was cancelled between batches (the approval still covers them)
     not_run: tuple[int, ...] = ()
+    #: what could not be recorded after the change ran (`changes.once`), and what that means for a replay
+    problems: tuple[str, ...] = ()
 
 
 def has(client: Session, capability: str) -> bool:

@@ -11,18 +11,22 @@ IMAP_TIMEOUT, then the next replay takes it over. For a move by COPY then EXPUNG
 keeps the destination's UIDNEXT from before the first COPY (`PlannedMessageChange.floor`), so what
 the dead attempt copied is found above it by Message-ID and finished, never copied again.
 Nothing of this is kept in a mailbox, where a stranger's mail or any mail client could forge it.
+
+Once the change ran, a store that cannot record it (locked, read-only, full, gone) does not turn the report
+into a failure: the report says what ran, and its `problems` what a replay of the approval then does.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import anyio.to_thread
 
 from ..imap.pool import ImapPool
 from ..imap.session import Session
-from ..store.ledger import approval_key, begin_at, running_lifetime
+from ..store.database import StoreError
+from ..store.ledger import Ledger, approval_key, begin_at, running_lifetime
 from .messages import (
     AfterBatch,
     ChangeRefused,
@@ -78,10 +82,37 @@ async def run_once(
         # skipping what is there, a delete): either may run at once. A move by COPY keeps its row for the taker.
         if isinstance(exc, ChangeRefused) or recorded is None:
             with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(ledger.release, key, holder)
+                await anyio.to_thread.run_sync(ledger.release_if_possible, key, holder)
         raise
-    if report.not_run:  # stopped by cancellation: the approval still covers the rest
-        await anyio.to_thread.run_sync(ledger.release, key, holder)
-    else:
-        await anyio.to_thread.run_sync(ledger.advance, key, holder, "done", {"count": len(report.done)})
+    return await _recorded(ledger, key, holder, plan, report)
+
+
+async def _recorded(
+    ledger: Ledger, key: str, holder: str, plan: PlannedMessageChange, report: ChangeReport
+) -> ChangeReport:
+    """The report, once the ledger knows the change ran (or, stopped by cancellation, that the approval still
+    covers the rest); a store that cannot record it is a problem of the report, never a failure of a change made."""
+    try:
+        if report.not_run:
+            await anyio.to_thread.run_sync(ledger.release, key, holder)
+        else:
+            await anyio.to_thread.run_sync(ledger.advance, key, holder, "done", {"count": len(report.done)})
+    except StoreError as exc:
+        return replace(report, problems=(*report.problems, _unrecorded(plan, exc)))
     return report
+
+
+def _unrecorded(plan: PlannedMessageChange, exc: StoreError) -> str:
+    """What a replay of the approval does when the store could not record that the change ran: its row stays
+    `running`, so a replay answers in_progress until twice IMAP_TIMEOUT, then runs the change again on what is left."""
+    if plan.operation == "copy":
+        again = (
+            f"finds the copies in {plan.destination!r} by Message-ID and copies nothing more (a message without a "
+            "Message-ID would be copied again)"
+        )
+    else:
+        again = f"finds the messages gone from {plan.source!r} and changes nothing more"
+    return (
+        f"The change ran, but the store could not record that it did ({exc}) Repeating the call with the same "
+        f"approval {again}; do not ask for a new approval to do it again."
+    )

@@ -12,6 +12,10 @@ exactly one attempt hand the message to SMTP:
 3. `done` after SMTP took it, `unconfirmed` when SMTP's answer was lost after the whole message went
    out; a send SMTP refused releases the row, so a replay of the same approval sends it.
 
+Once SMTP may have the message, nothing later turns the result into a failure: a store that cannot
+record the outcome, a Sent copy refused, a lost IMAP connection, even an error no layer expected are
+each a line of `problems` beside `sent` (or `unconfirmed`), saying what a replay of the approval does.
+
 No decision rests on the mailbox: a keyword can be set by any tool caller or mail client, and a
 server may take one and keep nothing. The Sent copy is filed after the send, for the person, and
 what the server kept of it (`\\Seen`) is read back. A pushed dialog (2025-11-25) carries nothing to
@@ -22,11 +26,11 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from email.headerregistry import Address
 from email.message import EmailMessage
-from typing import Literal
+from typing import Literal, TypeVar
 
 import anyio.to_thread
 from pydantic import BaseModel, Field
@@ -52,6 +56,7 @@ from .smtp import SendFailed, SendOutcomeUnknown, send, size_limit
 from .wire import Payload, Wire
 
 Approver = Literal["dialog", "push", "token"]
+_T = TypeVar("_T")
 UNCONFIRMED_EARLIER = (
     "An earlier attempt handed it to the SMTP server but never got the answer, so it was probably sent; it is not "
     "sent again."
@@ -174,11 +179,11 @@ class Sender:
         return self.pool.settings.account
 
     async def before_asking(self, outgoing: Outgoing, save_to_sent: bool) -> str | None:
-        """Everything that can refuse a send before a person is asked: the Sent mailbox (when a copy is wanted;
-        its name is returned), the ledger's store, whether the message can be written as mail, and its size (at
-        most SMTP_MAX_MESSAGE_BYTES and, with attachments, what the SMTP server says it takes)."""
+        """Everything of the message that can refuse a send before a person is asked: the Sent mailbox (when a copy
+        is wanted; its name is returned), whether the message can be written as mail, and its size (at most
+        SMTP_MAX_MESSAGE_BYTES and, with attachments, what the SMTP server says it takes). The ledger's store is
+        tried where the guard asks (`guard.bound_to_the_store`)."""
         sent_box = await self.pool.run(sent_mailbox) if save_to_sent else None
-        await anyio.to_thread.run_sync(self._ledger)
         size = await anyio.to_thread.run_sync(outgoing.check)  # in a thread: linear in the body
         self._check_size(size, self.max_message_bytes, "SMTP_MAX_MESSAGE_BYTES")
         if outgoing.payloads:
@@ -229,13 +234,16 @@ class Sender:
             return SendResult(status="being_sent", message_id=message_id, recipients=len(attempt.envelope))
         result = await self._hand_over(ledger, key, holder, attempt, approved.approved_by)
         if attempt.sent_box is not None:
-            await self._file_copy(attempt, attempt.sent_box, result)
+            await _after_sending(self._file_copy(attempt, attempt.sent_box, result), "filing the Sent copy", result)
         if original is not None and result.status == "sent":
-            result.answered = await self._mark_original(original, ANSWERED, result)
+            marking = self._mark_original(original, ANSWERED, result)
+            result.answered = await _after_sending(marking, "marking the original answered", result)
         if forwarded is not None and result.status == "sent":
-            result.forwarded = await self._mark_original(forwarded, FORWARDED, result)
+            marking = self._mark_original(forwarded, FORWARDED, result)
+            result.forwarded = await _after_sending(marking, "marking the original $Forwarded", result)
         if draft is not None and result.status in ("sent", "unconfirmed"):
-            result.draft_removed = await self._remove_draft(draft, result)
+            removing = self._remove_draft(draft, result)
+            result.draft_removed = await _after_sending(removing, "removing the draft", result)
         get_logger().info(
             "sent: %s message_id=%s status=%s recipients=%d refused=%d approved_by=%s",
             approved.tool,
@@ -268,6 +276,21 @@ class Sender:
         except SendFailed:
             await self._release(ledger, key, holder)
             raise
+        except Exception as exc:  # no layer expected it, and the message may have begun to leave: never resent
+            get_logger().exception("sending %s raised an unexpected %s", attempt.message_id, type(exc).__name__)
+            result = SendResult(
+                status="unconfirmed",
+                message_id=attempt.message_id,
+                recipients=len(attempt.envelope),
+                approved_by=approved_by,
+                problems=[
+                    f"Handing the message to the SMTP server failed inside imap-mcp ({type(exc).__name__}: the "
+                    "server's log has the details) after it had begun, so it may have been sent; repeating the "
+                    "call with the same approval does not send it again."
+                ],
+            )
+            await self._record(ledger, key, holder, "unconfirmed", result)
+            return result
         result = SendResult(
             status="sent",
             message_id=attempt.message_id,
@@ -281,24 +304,22 @@ class Sender:
     async def _record(
         self, ledger: Ledger, key: str, holder: str, state: Literal["done", "unconfirmed"], result: SendResult
     ) -> None:
-        """Record the outcome; a store failure now is a problem to report, never a reason to say nothing was sent
-        (the row stays `handing_over`, so no replay sends it again)."""
+        """Record the outcome; a store failure now is a problem to report, never a reason to say nothing was sent.
+        The row was written `handing_over` before SMTP and stays so, so no replay of this approval sends it."""
         outcome = {"message_id": result.message_id, "status": result.status}
         try:
             await anyio.to_thread.run_sync(ledger.advance, key, holder, state, outcome)
         except ImapMcpError as exc:
+            sent = "; do not ask for a new approval to send it again: it was sent" if state == "done" else ""
             result.problems.append(
-                f"Recording the outcome in the store failed ({exc}); a repeated call still sends nothing more."
+                f"The store could not record the outcome ({exc}) It still holds this approval as handed to the "
+                f"SMTP server, so repeating the call with the same approval sends nothing more{sent}."
             )
 
     @staticmethod
     async def _release(ledger: Ledger, key: str, holder: str) -> None:
-        """Nothing left: let a replay of the approval send it. A store failure here only delays that replay
-        (the row is taken over once it is older than its lifetime)."""
-        try:
-            await anyio.to_thread.run_sync(ledger.release, key, holder)
-        except ImapMcpError as exc:
-            get_logger().warning("approval ledger: releasing an unsent approval failed (%s)", exc)
+        """Nothing left: let a replay of the approval send it."""
+        await anyio.to_thread.run_sync(ledger.release_if_possible, key, holder)
 
     async def recorded(self, tool: str, evidence: bytes) -> SendResult | None:
         """What the ledger says of an approval whose message can no longer be rebuilt (a draft sent, so gone from
@@ -375,6 +396,22 @@ class Sender:
                 + ("." if flag == ANSWERED else ": this mailbox keeps no such keyword.")
             )
         return kept
+
+
+async def _after_sending(step: Awaitable[_T], what: str, result: SendResult) -> _T | None:
+    """A step after the message left (each reports its own expected failures as problems): an error no layer
+    expected becomes one more problem, logged with its traceback, never an internal error over a message sent."""
+    try:
+        return await step
+    except Exception as exc:
+        get_logger().exception(
+            "%s after sending %s raised an unexpected %s", what, result.message_id, type(exc).__name__
+        )
+        result.problems.append(
+            f"The message was {'sent' if result.status == 'sent' else 'handed to the SMTP server'}, but {what} "
+            f"failed inside imap-mcp ({type(exc).__name__}: the server's log has the details)."
+        )
+        return None
 
 
 def _earlier_problem(entry: Entry, stopped_after: float) -> list[str]:

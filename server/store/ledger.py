@@ -33,7 +33,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .database import Store, Tx
+from ..logs import get_logger
+from .database import Store, StoreError, Tx
 
 State = Literal["running", "handing_over", "done", "unconfirmed"]
 #: a row `running` this many times IMAP_TIMEOUT belongs to an attempt that died: every attempt runs as pool
@@ -97,6 +98,7 @@ class Ledger:
         now = self.clock()
         holder = secrets.token_hex(16)
         with self.store.transaction() as tx:
+            self.store.check_identity(tx)  # a store made again knows nothing of what ran: never run on it
             tx.run("DELETE FROM approval_ledger WHERE kept_until < ?", now)
             inserted = tx.run(
                 "INSERT INTO approval_ledger (approval, account, tool, state, holder, since, kept_until, outcome) "
@@ -155,6 +157,14 @@ class Ledger:
                 holder,
             )
 
+    def release_if_possible(self, key: str, holder: str) -> None:
+        """`release`, where a store that fails only delays the replay (the row is taken over once older than its
+        lifetime): logged, never raised over the error that made the attempt release."""
+        try:
+            self.release(key, holder)
+        except StoreError as exc:
+            get_logger().warning("approval ledger: releasing an approval failed (%s)", exc)
+
     def entry(self, key: str) -> Entry | None:
         """The row of `key`, if any (for tests and status)."""
         with self.store.transaction() as tx:
@@ -166,6 +176,12 @@ class Ledger:
 def ledger_at(url: str) -> Ledger:
     """The ledger in the store at `url`, opened (and migrated) once per process; `StoreError` when it cannot be."""
     return Ledger(Store(url))
+
+
+def writable_store_at(url: str) -> str:
+    """The identity of the store at `url`, opened once per process, after a write showed it records approvals now
+    (`Store.writable_identity`); `StoreError` when it does not."""
+    return ledger_at(url).store.writable_identity()
 
 
 def begin_at(

@@ -31,6 +31,7 @@ from ..changes.messages import (
 from ..changes.once import HeldBack, run_once
 from ..changes.questions import message_change_request, shown_uids
 from ..errors import ArgumentError
+from ..guard import bound_to_the_store
 from ..imap.lookup import MessageSelection
 from ..imap.message_ids import MessageRef, encode_id
 from ..imap.pool import ImapPool
@@ -102,6 +103,10 @@ class MessageChange(BaseModel):
         "or the two-call token."
     )
     confirm_token: str | None = Field(default=None, description="Pass this back to run the change (token path).")
+    problems: list[str] = Field(
+        default_factory=list,
+        description="What could not be recorded after the change ran (it still ran), and what a replay then does.",
+    )
 
 
 SYSTEM_FLAGS = {"\\seen": "\\Seen", "\\flagged": "\\Flagged", "\\answered": "\\Answered"}
@@ -263,6 +268,7 @@ async def _ask_and_run(
     absent = left_out(selection.uids, set(plan.uids))
     if plan.operation == "copy" and len(plan.already_present) == len(plan.uids):
         return _nothing_to_copy(request.summary, plan, absent)
+    request = await bound_to_the_store(request, changer.store_url)
     decision = await changer.guard.approve(ctx, request, call.confirm_token)
     channel = decision.channel
     if channel is None:
@@ -335,6 +341,7 @@ def _done(
         already_present_count=len(report.already_present),
         new_count=len(new_uids),
         approved_by=approved_by,
+        problems=list(report.problems),
     )
     outcome.rest = _rest(outcome, report.done, missing)
     return text_result(_describe(summary, outcome, new_uids), outcome)
@@ -414,7 +421,7 @@ def _describe(summary: str, outcome: MessageChange, new_uids: tuple[int, ...]) -
         text += f" New UIDs in {outcome.destination!r}: {shown_uids(new_uids)} (search_messages there lists their ids)."
     elif outcome.new_ids:
         text += " New ids: " + ", ".join(outcome.new_ids)
-    return text
+    return " ".join([text, *outcome.problems])
 
 
 def register(mcp: MCPServer, pool: ImapPool, guard: Guard, store_url: str) -> None:

@@ -26,6 +26,7 @@ from imap_mcp.protocol import ApprovalRequest, Guard
 
 from ..config import OutgoingFiles, SmtpSettings
 from ..errors import ArgumentError, OutgoingError
+from ..guard import bound_to_the_store
 from ..imap.lookup import MessageSelection, current_ref, resolve_one
 from ..imap.message_ids import MessageRef, encode_id
 from ..imap.pool import Examined, ImapPool, InMailbox
@@ -141,6 +142,7 @@ async def _send(
 ) -> CallToolResult | InputRequiredResult:
     """Check, ask, and send once: the common path of every sending tool."""
     sent_box = await sender.before_asking(outgoing, save_to_sent)
+    request = await bound_to_the_store(request, sender.store_url)
     decision = await guard.approve(ctx, request, confirm_token)
     channel = decision.channel
     if channel is None:
