@@ -16,10 +16,10 @@ markup (by its name, its declared type, or a first byte `<`) is active when its 
 
 The scan reads text, not a document tree, so it errs on the side of holding back (a page that only talks about
 `<script>` in its text is held back too). The bytes are read as a browser may decode them: UTF-16 and UTF-32 by
-their byte order mark (or by the NULs of `<` in UTF-16), else byte by byte (every ASCII-compatible charset spells
-markup alike), with ISO-2022 escape sequences dropped (`<scr ESC(B ipt>` is `<script>` to an ISO-2022-JP decoder).
-A gzip-compressed SVG (`.svgz`) is decompressed first. Markup larger than `MAX_MARKUP_BYTES` (decompressed) is not
-read and held back as too large to check.
+their byte order mark (or by the NULs of `<` in UTF-16), else byte by byte after any UTF-8 byte order mark (every
+ASCII-compatible charset spells markup alike), with ISO-2022 escape sequences dropped (`<scr ESC(B ipt>` is
+`<script>` to an ISO-2022-JP decoder). A gzip-compressed SVG (`.svgz`) is decompressed first. Markup larger than
+`MAX_MARKUP_BYTES` (decompressed) is not read and held back as too large to check.
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ def markup_text(data: bytes) -> str:
         return data.decode("utf-16-be", "replace")
     if data[:1] == b"<" and data[1:2] == b"\x00":
         return data.decode("utf-16-le", "replace")
-    return _ESCAPES.sub("", data.decode("latin-1"))
+    return _ESCAPES.sub("", data.removeprefix(codecs.BOM_UTF8).decode("latin-1"))
 
 
 def markup_reason(data: bytes, whole: bool = True) -> str | None:

@@ -213,6 +213,7 @@ ACTIVE_MARKUP = [
     pytest.param("a.svgz", None, gzip.compress(SVG_ONLOAD), "onload=", id="svgz"),
     pytest.param("invoice", "TEXT/HTML; charset=utf-8", HTML_SCRIPT, "<script>", id="by-declared-type"),
     pytest.param("invoice.txt", "text/plain", b"  <html><script>1</script>", "<script>", id="by-first-byte"),
+    pytest.param("invoice.txt", None, b"\xef\xbb\xbf<svg onload=x>", "onload=", id="by-first-byte-after-a-bom"),
 ]
 
 
