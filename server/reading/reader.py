@@ -256,6 +256,7 @@ def read_headers(raw: bytes, results: tuple[ResultsHeader, ...] = ()) -> RawHead
         address=address,
         reply_to=tuple(a for _, a in header_addresses(message.get("Reply-To", ""))),
         results=results,
+        others=tuple(senders[1:]),
     )
     return RawHeaders({key: _header(message, header) for key, header in names.items()}, facts)
 
@@ -481,7 +482,7 @@ def message_content(fetched: FetchedMessage, max_chars: int, judge: Judge | None
         full_length_exact=exact,
         attachments=[attachment_info(part) for part in fetched.attachments],
         authentication=authentication(
-            fetched.headers.facts.results, judge.trusted_authserv_ids, fetched.headers.facts.domain
+            fetched.headers.facts.results, judge.trusted_authserv_ids, fetched.headers.facts.from_domains
         ),
         warnings=merged([w for w in found if w is not None]),
         removed=Removed(

@@ -84,9 +84,10 @@ class MessageSummary(BaseModel):
     )
     sender_verified: bool | None = Field(
         default=None,
-        description="true: the trusted receiving server (IMAP_TRUSTED_AUTHSERV_ID) vouches for the From domain "
-        "(DMARC, or DKIM or SPF aligned with it, passed); false: it judged and nothing vouches; null: no trusted "
-        "verdict (get_message gives the details).",
+        description="true: the trusted receiving server (IMAP_TRUSTED_AUTHSERV_ID) vouches for the From's "
+        "organisational domain (a DMARC pass naming it, or DKIM or SPF aligned with it); false: it judged and nothing "
+        "vouches (also when the From shows addresses, display names included, of several organisations); null: no "
+        "trusted verdict (get_message gives the details).",
     )
     #: plain strings, not an enum: a client checks every summary of a page against the schema, and an enum per
     #: item costs each check more (the codes are get_message's `warnings[].code`)
@@ -141,7 +142,7 @@ def _facts(envelope: Any, data: FetchData) -> SenderFacts:
     name, address = senders[0] if senders else ("", "")
     reply_to = [envelope_address(a)[1] for a in (envelope.reply_to or ()) if a.host] if envelope else []
     verdicts = next((v for k, v in data.items() if AUTHENTICATION_FIELD.encode() in k.upper()), None)
-    return SenderFacts(name, address, tuple(reply_to), tuple(results_headers(verdicts or b"")))
+    return SenderFacts(name, address, tuple(reply_to), tuple(results_headers(verdicts or b"")), tuple(senders[1:]))
 
 
 def _codes(facts: SenderFacts, sender: str, subject: str) -> tuple[WarningCode, ...]:

@@ -73,22 +73,39 @@ class SenderFacts:
     address: str = ""
     reply_to: tuple[str, ...] = ()
     results: tuple[ResultsHeader, ...] = ()
+    #: the From header's other addresses, (decoded display name, address) each
+    others: tuple[tuple[str, str], ...] = ()
 
     @property
     def domain(self) -> str | None:
         return domain_of(self.address)
 
+    @property
+    def from_domains(self) -> list[str | None]:
+        """The domains a reader sees in From: each address's (None for one without), and each of an address a
+        display name holds (never the address, but what a person reads as one)."""
+        found: list[str | None] = []
+        for name, address in ((self.name, self.address), *self.others):
+            found.append(domain_of(address))
+            found += [shown.group(1) for shown in _ADDRESS_IN_NAME.finditer(_readable(name))]
+        return found
+
     def verified(self, judge: Judge) -> bool | None:
-        return sender_verified(self.results, judge.trusted_authserv_ids, self.domain)
+        return sender_verified(self.results, judge.trusted_authserv_ids, self.from_domains)
 
 
 #: an address inside a display name (any script; the domain needs a dot)
 _ADDRESS_IN_NAME = re.compile(r"[^\s<>\"'(),;:@\[\]]+@([^\s<>\"'(),;:@\[\]]+\.[^\s<>\"'(),;:@\[\].]{2,})")
 
 
+def _readable(name: str) -> str:
+    """A display name as a person reads it: folded (NFKC), invisible characters removed."""
+    return invisible_removed(unicodedata.normalize("NFKC", name))
+
+
 def display_name_warning(facts: SenderFacts) -> MailWarning | None:
     """`display_name_has_address` when the From display name holds an address that is not the sender's."""
-    name = invisible_removed(unicodedata.normalize("NFKC", facts.name))
+    name = _readable(facts.name)
     if "@" not in name:
         return None
     for found in _ADDRESS_IN_NAME.finditer(name):

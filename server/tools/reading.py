@@ -456,10 +456,12 @@ def register_get_attachments(mcp: MCPServer, pool: ImapPool, download_dir: Path 
         "larger ones are listed as skipped"
     )
     executables = (
-        "Attachments that run when opened (programs, scripts, macros: by type, name or bytes) are delivered, "
+        "Attachments that run when opened (programs, scripts, macros, installers, disk images, HTML or SVG with "
+        "script, ZIPs holding programs: by type, name or bytes) are delivered, "
         "marked executable with the reason."
         if files.allow_executables
-        else "Attachments that run when opened (programs, scripts, macros: by type, name or bytes) are held back: "
+        else "Attachments that run when opened (programs, scripts, macros, installers, disk images, HTML or SVG with "
+        "script, ZIPs holding programs: by type, name or bytes) are held back: "
         f"listed as skipped, executable, with the reason (the operator can allow them: {ALLOW_EXECUTABLES})."
     )
 

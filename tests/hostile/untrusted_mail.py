@@ -39,6 +39,9 @@ class Case:
     #: servers whose ENVELOPE loses what the case hides (summaries are made from it; get_message reads the header):
     #: Cyrus drops the 8-bit bytes of a raw UTF-8 domain, Mailutils drops the address and rewrites decoded names
     envelope_loses: tuple[str, ...] = ()
+    #: summary codes on servers whose ENVELOPE reads the From otherwise: of a bare address before `<…>`, Courier
+    #: makes a display name, Cyrus a Reply-To of both addresses (its ENVELOPE's Reply-To defaults to From)
+    envelope_codes: dict[str, frozenset[str]] = field(default_factory=dict)
 
 
 def mail(
@@ -76,6 +79,10 @@ PASSING = (
     "spf=pass smtp.mailfrom=news@shop.example; dkim=pass header.d=shop.example; dmarc=pass header.from=shop.example"
 )
 FAILING = "spf=fail smtp.mailfrom=x@evil.example; dkim=none; dmarc=fail header.from=shop.example"
+#: every verdict passes, for the attacker's own domain (issue 38: it vouched for a From shown at another)
+EVIL_PASSING = (
+    "spf=pass smtp.mailfrom=x@evil.example; dkim=pass header.d=evil.example; dmarc=pass header.from=evil.example"
+)
 
 HIDDEN_HTML = (
     "<html><head><style>.pre{display:none}</style></head><body>"
@@ -218,6 +225,35 @@ CASES: tuple[Case, ...] = (
     Case(
         "forged-pass-of-another-server",
         mail(top=(results(PASSING, "mx.other.example"),)),
+    ),
+    Case(
+        "passing-verdicts-for-another-domain-than-from",
+        mail(top=(results(EVIL_PASSING),)),
+        verdicts=("pass", "pass", "unverified", True),
+        verified=False,
+    ),
+    Case(
+        "address-before-the-address-with-passing-verdicts",
+        raw_headers(results(EVIL_PASSING), "From: ceo@bank.example <attacker@evil.example>", "Subject: SENDERTEXT"),
+        envelope_codes={"courier": frozenset({"display_name_has_address"}), "cyrus": frozenset({"reply_to_elsewhere"})},
+        verdicts=("pass", "pass", "unverified", True),
+        verified=False,
+    ),
+    Case(
+        "address-in-the-display-name-with-passing-verdicts",
+        raw_headers(results(EVIL_PASSING), 'From: "ceo@bank.example" <attacker@evil.example>', "Subject: SENDERTEXT"),
+        codes=frozenset({"display_name_has_address"}),
+        summary_codes=frozenset({"display_name_has_address"}),
+        verdicts=("pass", "pass", "unverified", True),
+        verified=False,
+    ),
+    Case(
+        "only-a-comment-above-the-trusted-pass",
+        mail(top=("Authentication-Results: (no verdicts here)", results(PASSING))),
+    ),
+    Case(
+        "equals-authserv-id-above-the-trusted-pass",
+        mail(top=(f"Authentication-Results: ={TRUSTED}; {PASSING}", results(PASSING))),
     ),
     Case(
         "nested-message",

