@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Annotated, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -18,7 +19,8 @@ from pydantic import AfterValidator, BaseModel, Field
 
 from imap_mcp.protocol import Guard
 
-from ..changes.by_query import Pin, pin_key, resolve_query
+from ..changes.by_query import Pin, pin_key, resolve_query, resolve_query_counted
+from ..changes.facts import SourceFacts, facts_lines, read_facts
 from ..changes.flags import set_flags
 from ..changes.messages import (
     ChangeReport,
@@ -33,8 +35,9 @@ from ..changes.questions import message_change_request, shown_uids
 from ..errors import ArgumentError
 from ..imap.lookup import MessageSelection
 from ..imap.message_ids import MessageRef, encode_id
-from ..imap.pool import ImapPool
+from ..imap.pool import Examined, ImapPool, InMailbox
 from ..imap.session import Session
+from ..local_time import DialogClock
 from .arguments import (
     ConfirmToken,
     DeprecatedMailbox,
@@ -216,10 +219,28 @@ class Changer:
     pool: ImapPool
     guard: Guard
     store_url: str
+    #: the zone the questions' times are written in
+    clock: DialogClock = field(default_factory=DialogClock)
 
     @property
     def account(self) -> str:
         return self.pool.settings.account
+
+    async def details(self, plan: PlannedMessageChange) -> tuple[str, ...]:
+        """The question's lines on what the server knows of the messages: read when planned where a question was
+        expected (`Guard.will_ask`), else now (one more EXAMINE and FETCH); none if the mailbox was renumbered."""
+        facts = plan.facts
+        if facts is None:
+
+            def read(client: Session, examined: Examined) -> SourceFacts | None:
+                if examined.uidvalidity != plan.source_uidvalidity:
+                    return None
+                return read_facts(client, plan.uids, examined.counts[1])
+
+            facts = await self.pool.run(InMailbox(plan.source, read))
+        if facts is None:
+            return ()
+        return facts_lines(facts, len(plan.uids), plan.source, self.clock)
 
 
 async def change_by_query(changer: Changer, ctx: Context, call: ChangeCall, query: MessageQuery) -> ToolAnswer:
@@ -229,12 +250,16 @@ async def change_by_query(changer: Changer, ctx: Context, call: ChangeCall, quer
     key = pin_key(call.tool, call.operation, call.destination, query.mailbox, search)
     pin = Pin.parse(changer.guard.pinned(ctx, call.confirm_token), key)
     call = replace(call, by_query=ByQuery(query.criteria(), key))
+    with_facts = changer.guard.will_ask(ctx, call.confirm_token)
 
     def resolve_and_plan(client: Session) -> tuple[MessageSelection, PlannedMessageChange | None]:
-        selection = resolve_query(client, query.mailbox, search, pin)
+        selection, exists = resolve_query_counted(client, query.mailbox, search, pin)
         if not selection.uids:
             return selection, None
-        return selection, plan_present(client, changer.account, selection, call.operation, call.destination)
+        facts = read_facts(client, selection.uids, exists) if with_facts else None
+        return selection, plan_present(
+            client, changer.account, selection, call.operation, call.destination, facts=facts
+        )
 
     selection, plan = await changer.pool.run(resolve_and_plan)
     if plan is None:  # a query that matched nothing: nothing to ask about
@@ -244,8 +269,9 @@ async def change_by_query(changer: Changer, ctx: Context, call: ChangeCall, quer
 
 async def change_messages(changer: Changer, ctx: Context, call: ChangeCall, selection: MessageSelection) -> ToolAnswer:
     """Plan, ask, and run one change of messages named by id."""
+    with_facts = changer.guard.will_ask(ctx, call.confirm_token)
     plan = await changer.pool.run(
-        lambda c: plan_message_change(c, changer.account, selection, call.operation, call.destination)
+        lambda c: plan_message_change(c, changer.account, selection, call.operation, call.destination, with_facts)
     )
     return await _ask_and_run(changer, ctx, call, selection, plan)
 
@@ -254,11 +280,12 @@ async def _ask_and_run(
     changer: Changer, ctx: Context, call: ChangeCall, selection: MessageSelection, plan: PlannedMessageChange
 ) -> ToolAnswer:
     """The common path: the question about `plan`, and once approved the change, run once per approval."""
+    details = partial(changer.details, plan)
     if call.by_query is None:
-        request = message_change_request(call.tool, plan)
+        request = message_change_request(call.tool, plan, details=details)
     else:
         pin = Pin(call.by_query.key, plan.source_uidvalidity, plan.uids)
-        request = message_change_request(call.tool, plan, call.by_query.criteria, pin.text())
+        request = message_change_request(call.tool, plan, call.by_query.criteria, pin.text(), details)
     # requested UIDs that did not exist when planned: never part of the target, nor of the question
     absent = left_out(selection.uids, set(plan.uids))
     if plan.operation == "copy" and len(plan.already_present) == len(plan.uids):
@@ -417,8 +444,8 @@ def _describe(summary: str, outcome: MessageChange, new_uids: tuple[int, ...]) -
     return text
 
 
-def register(mcp: MCPServer, pool: ImapPool, guard: Guard, store_url: str) -> None:
-    changer = Changer(pool, guard, store_url)
+def register(mcp: MCPServer, pool: ImapPool, guard: Guard, store_url: str, clock: DialogClock | None = None) -> None:
+    changer = Changer(pool, guard, store_url, clock or DialogClock())
 
     @offer(
         mcp,
