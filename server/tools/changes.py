@@ -66,6 +66,14 @@ Ids = Annotated[
 ]
 Approver = Literal["dialog", "push", "token"]
 ToolAnswer = CallToolResult | InputRequiredResult
+#: what both change tools' descriptions say of repeating a call, path by path
+REPEATING = (
+    " The dialog shows what the server knows of each message (arrival, size, read, flagged, attachments), never a "
+    "subject or sender. Repeating a call: a client's retry carrying an answer already acted on, or the call "
+    "repeated with the same confirm_token, changes nothing more; a new call asks again, about the messages still "
+    "there (those moved or deleted are gone from the source; a copy skips messages whose Message-ID the "
+    "destination already holds)."
+)
 Mode = Annotated[Literal["move", "copy"], Field(description="move: remove from the source; copy: keep them there.")]
 
 
@@ -456,7 +464,7 @@ def register(mcp: MCPServer, pool: ImapPool, guard: Guard, store_url: str, clock
             "good (cannot be undone). Name them by ids, or by query (search_messages's filters): the person is "
             "asked about exactly the messages it matched then. A person is always asked to approve first, in a "
             "dialog where the client can show one; otherwise the first call returns a confirm_token and changes "
-            "nothing."
+            "nothing." + REPEATING
         ),
     )
     async def delete_messages(
@@ -482,8 +490,7 @@ def register(mcp: MCPServer, pool: ImapPool, guard: Guard, store_url: str, clock
             "Move (mode 'move') or copy (mode 'copy') messages to another mailbox, named by ids or by query "
             "(search_messages's filters); returns their new ids (a large change: counts and ranges). A person "
             "is always asked to approve first, for both modes, in a dialog where the client can show one; otherwise "
-            "the first call returns a confirm_token and changes nothing. A copy skips messages whose Message-ID the "
-            "destination already holds; repeating an approved call changes nothing more."
+            "the first call returns a confirm_token and changes nothing." + REPEATING
         ),
     )
     async def move_messages(

@@ -101,6 +101,15 @@ SaveToSent = Annotated[
 
 
 FORWARD_TOOL = "forward_message"
+#: what every sending tool's description says of the operator's policy and of repeating a call, path by path
+POLICY_AND_REPEATING = (
+    " The operator's send policy (get_server_info: sending) refuses recipients it does not allow before anyone is "
+    "asked, and may ask a second confirmation for a recipient never written to before. Repeating a call: in a "
+    "dialog each new call asks again and each yes sends one more copy (the dialog says when an identical message "
+    "went out in the last hour); a client's retry carrying an answer already acted on sends nothing more. Without a "
+    "dialog, the call repeated with the same confirm_token sends nothing more, while a new call without it gets a "
+    "new token that sends another copy."
+)
 
 
 async def files_of(
@@ -295,8 +304,7 @@ def register(
             "Send a new plain-text email from the account, with attachments if given. A person is always asked to "
             "approve it first, in a dialog where the client can show one (recipients, subject, body length, each "
             "attachment's name and size); otherwise the first call returns a confirm_token and sends nothing. "
-            "Changing recipients, subject, body or any attachment asks again. Repeating an approved call sends "
-            "nothing more."
+            "Changing recipients, subject, body or any attachment asks again." + POLICY_AND_REPEATING
         ),
     )
     async def send_message(
@@ -333,7 +341,7 @@ def register(
             "Reply to a message by its id: to its Reply-To (or From), and with reply_all also to its To and Cc, "
             "never to this account itself; subject 'Re: …' and threading headers are set, and the original is "
             "marked answered. The original is not quoted: write the whole reply in body. A person is always asked "
-            "to approve it first, as for send_message."
+            "to approve it first, as for send_message." + POLICY_AND_REPEATING
         ),
     )
     async def reply_to_message(
@@ -366,8 +374,8 @@ def register(
             "true), as it is saved: its recipients, subject, text and attachments (attachments adds more). A person is "
             "always asked to approve it first, as for send_message; a draft edited since (a new id) is asked about "
             "again. Once sent "
-            "it leaves Drafts, a copy is filed in Sent, and the original of a reply (in INBOX) is marked answered. "
-            "Repeating an approved call sends nothing more."
+            "it leaves Drafts, a copy is filed in Sent, and the original of a reply (in INBOX) is marked answered."
+            + POLICY_AND_REPEATING
         ),
     )
     async def send_draft(
@@ -415,8 +423,7 @@ def register(
             "text quoted below the note (header lines first), its attachments kept; mode attachment: the whole "
             "original attached as it is (message/rfc822). Subject 'Fwd: …'. A person is always asked to approve it "
             "first, as for send_message, bound to exactly this original; once sent the original is marked "
-            "$Forwarded where the server keeps that keyword (the result says whether it did). Repeating an approved "
-            "call sends nothing more."
+            "$Forwarded where the server keeps that keyword (the result says whether it did)." + POLICY_AND_REPEATING
         ),
     )
     async def forward_message(

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from harness import Person, error_text, served, structured
-from mcp.types import ElicitResult, InputRequiredResult
+from mcp.types import ElicitRequest, ElicitRequestFormParams, ElicitResult, InputRequiredResult
 from smtp_capture import CaptureSMTP
 
 from imap_mcp.server.config import ConfigError, load_settings
@@ -99,11 +99,13 @@ async def test_a_new_recipient_needs_the_second_box_in_the_dialog(
     async with served(load_settings(env), mode="2026-07-28", elicitation_callback=Person()) as client:
         asked = await client.session.call_tool("send_message", message, allow_input_required=True)
         assert isinstance(asked, InputRequiredResult) and asked.input_requests is not None
-        params = asked.input_requests["approval"].params  # type: ignore[union-attr]
-        assert params.requested_schema["required"] == ["approve", "approve_new"]  # type: ignore[union-attr]
-        assert "Second confirmation (the operator's policy): it goes to 1 recipient never written to" in params.message
+        approval = asked.input_requests["approval"]
+        assert isinstance(approval, ElicitRequest) and isinstance(approval.params, ElicitRequestFormParams)
+        assert approval.params.requested_schema["required"] == ["approve", "approve_new"]
+        second = "Second confirmation (the operator's policy): it goes to 1 recipient never written to"
+        assert second in approval.params.message
 
-        async def answered(content: dict[str, bool]) -> Any:
+        async def answered(content: dict[str, str | int | float | bool | list[str] | None]) -> Any:
             return await client.session.call_tool(
                 "send_message",
                 message,
