@@ -134,11 +134,15 @@ class SendQuestion:
         """With IMAP_MCP_SEND_CONFIRM_NEW: the recipients not known to Sent (new or not checked), to confirm again."""
         if not self.policy.confirm_new:
             return None
-        seen = await self.seen()
-        unknown = [address for address in self.recipients if seen.status.get(address) != "known"]
-        if not unknown:
-            return None
-        return (
-            f"it goes to {len(unknown)} recipient{'s' if len(unknown) != 1 else ''} never written to before (or not "
-            f"checked): {', '.join(word(a) for a in unknown)}."
-        )
+        return second_confirmation(await self.seen(), self.recipients)
+
+
+def second_confirmation(seen: RecipientsSeen, recipients: Sequence[str]) -> str | None:
+    """What the second confirmation is about: the recipients Sent does not know (new, or not checked); None if none."""
+    unknown = [address for address in recipients if seen.status.get(address) != "known"]
+    if not unknown:
+        return None
+    return (
+        f"it goes to {len(unknown)} recipient{'s' if len(unknown) != 1 else ''} never written to before (or not "
+        f"checked): {', '.join(word(a) for a in unknown)}."
+    )
