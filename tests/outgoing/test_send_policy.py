@@ -150,3 +150,24 @@ async def test_get_server_info_shows_the_policy(sending_env: dict[str, str]) -> 
         "confirm_new_recipients": True,
         "dialog_timezone": "Europe/Berlin",
     }
+
+
+async def test_a_pushed_dialog_asks_for_both_boxes(sending_env: dict[str, str], smtp: CaptureSMTP) -> None:
+    env = {**sending_env, "IMAP_MCP_SEND_CONFIRM_NEW": "true"}
+    message = _message(f"new-{uuid.uuid4().hex[:8]}@example.com")
+    forms: list[dict[str, Any]] = []
+
+    def answering(content: dict[str, str | int | float | bool | list[str] | None]) -> Any:
+        async def callback(context: Any, params: Any) -> ElicitResult:
+            forms.append(params.requested_schema)
+            return ElicitResult(action="accept", content=content)
+
+        return callback
+
+    async with served(load_settings(env), mode="legacy", elicitation_callback=answering({"approve": True})) as client:
+        refused = error_text(await client.call_tool("send_message", message))
+    assert "nothing was changed" in refused and smtp.messages == []
+    both = answering({"approve": True, "approve_new": True})
+    async with served(load_settings(env), mode="legacy", elicitation_callback=both) as client:
+        assert structured(await client.call_tool("send_message", message))["status"] == "sent"
+    assert [sorted(form["properties"]) for form in forms] == [["approve", "approve_new"]] * 2
