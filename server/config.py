@@ -22,7 +22,7 @@ from imap_mcp.protocol.errors import ImapMcpError
 
 from .errors import OutgoingError
 from .local_time import SETTING as DIALOG_TIMEZONE
-from .local_time import DialogClock, UnknownZone, zone_named
+from .local_time import DialogClock, zone_named
 from .outgoing.compose import parse_address
 from .outgoing.policy import SendPolicy, read_send_policy
 
@@ -384,13 +384,11 @@ def _dialog_clock(env: Mapping[str, str]) -> DialogClock:
     raw = env.get(DIALOG_TIMEZONE, "").strip()
     if not raw:
         return DialogClock()
-    try:
-        zone_named(raw)
-    except UnknownZone:
+    if zone_named(raw) is None:
         raise ConfigError(
             f"{DIALOG_TIMEZONE}={raw!r} is not valid: use an IANA time zone name such as Europe/Berlin or UTC "
             "(unset: the server's local zone)."
-        ) from None
+        )
     return DialogClock(raw)
 
 

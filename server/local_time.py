@@ -13,16 +13,12 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 SETTING = "IMAP_MCP_DIALOG_TIMEZONE"
 
 
-class UnknownZone(ValueError):
-    """The name is no time zone this system knows."""
-
-
-def zone_named(name: str) -> ZoneInfo:
-    """The IANA zone `name`, or `UnknownZone`."""
+def zone_named(name: str) -> ZoneInfo | None:
+    """The IANA zone `name`, or None when this system's zone database has no such zone."""
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError):
-        raise UnknownZone(name) from None
+        return None
 
 
 @dataclass(frozen=True)
@@ -32,9 +28,8 @@ class DialogClock:
     zone: str | None = None
 
     def now(self) -> dt.datetime:
-        if self.zone is None:
-            return dt.datetime.now().astimezone()
-        return dt.datetime.now(zone_named(self.zone))
+        zone = zone_named(self.zone) if self.zone is not None else None
+        return dt.datetime.now(zone) if zone is not None else dt.datetime.now().astimezone()
 
     def label(self) -> str:
         """How the dialog names the zone: its IANA name, or the local zone's abbreviation (`UTC`, `CET`)."""
