@@ -108,3 +108,24 @@ async def test_a_pushed_dialog_and_a_token_say_the_same(account: Account) -> Non
         token = await client.call_tool("delete_messages", {"ids": ids[:1]})
     assert "- UID 1: arrived " in person.shown[0]
     assert "What imap-mcp knows now: These are 1 of the " in token.content[0].text  # type: ignore[union-attr]
+
+
+@pytest.mark.matrix
+async def test_every_server_describes_the_messages_the_same(empty_account: Account) -> None:
+    """A copy (the one change every server of the matrix can make): the same facts from each server's answers."""
+    from mcp import Client
+
+    ids = _three(empty_account)
+    person = Person(action="decline")
+    arguments = empty_account.on_server({"ids": ids[:3], "destination": "Archive", "mode": "copy"})
+    async with Client(_server(empty_account, "UTC"), mode="legacy", elicitation_callback=person) as client:
+        await client.call_tool("move_messages", arguments)
+    [text] = person.shown
+    assert 'These are 3 of the 4 messages in "INBOX".' in text
+    lines = [line for line in text.splitlines() if line.startswith("- UID ")]
+    arrivals = [line.split(": ", 1)[1].split(", ")[0] for line in lines]
+    assert [arrival.rsplit(" ", 1)[0] for arrival in arrivals[:2]] == ["arrived today", "arrived yesterday"]
+    assert arrivals[2] == "arrived 3 Nov 2025"
+    assert [line.rsplit(", ", 1)[1] for line in lines] == ["no attachments", "2 attachments", "1 attachment"]
+    assert [", unread" in line for line in lines] == [True, False, False]
+    assert [", flagged" in line for line in lines] == [False, True, False]
