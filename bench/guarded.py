@@ -19,7 +19,8 @@ round); in each, every side moves one message of its own from INBOX to Archive:
   the ledger's commits cost.
 - the baseline: raw imapclient on one logged-in connection sending, for each round, the commands
   imap-mcp sent in that round of the warm-up, by name, for the same mailboxes and one UID
-  (EXAMINE and SELECT INBOX, `UID FETCH n (UID)`, `STATUS Archive (UIDVALIDITY UIDNEXT)`,
+  (EXAMINE and SELECT INBOX, `UID FETCH n (UID)`, the question's second `UID FETCH n (INTERNALDATE RFC822.SIZE
+  FLAGS BODYSTRUCTURE)`, `STATUS Archive (UIDVALIDITY UIDNEXT)`,
   `UID MOVE n Archive`, UNSELECT, NOOP; its proxy checks it sent exactly those), plus one SDK trivial call
   (as in `changing.py`: a `get_message` imap-mcp refuses before any IMAP, over the first stdio
   client; its proxy checks it sent no command): the IMAP commands alone, plus what any MCP call costs.
@@ -60,12 +61,14 @@ from command_log import Command, CommandLog, names  # noqa: E402
 from harness import Person, answer, ask  # noqa: E402
 from run import CACHE_FIELDS, PASSWORD, USER, server_params  # noqa: E402
 
+from imap_mcp.server.changes.facts import FACT_ITEMS  # noqa: E402
 from imap_mcp.server.demo.dovecot import Dovecot  # noqa: E402
 from imap_mcp.server.imap.message_ids import MessageRef  # noqa: E402
 from imap_mcp.server.imap.pool import ImapPool  # noqa: E402
 from imap_mcp.server.store.ledger import approval_key, ledger_at, running_lifetime  # noqa: E402
 
 SOURCE, DESTINATION = "INBOX", "Archive"
+FACTS_FETCH = "UID FETCH (the question's facts)"
 MINE, MINE_MEMORY = "imap-mcp", "imap-mcp, ledger on tmpfs"
 RAW, TRIVIAL, LEDGER = "raw imapclient, same commands", "SDK trivial call", "approval ledger"
 #: where the second imap-mcp keeps its approval ledger: memory (tmpfs), so its commits wait for no disk
@@ -155,6 +158,8 @@ class Raw:
             "EXAMINE": lambda: client.select_folder(SOURCE, readonly=True),
             "UID SEARCH": lambda: client.search(["UID", str(uid)]),
             "UID FETCH": lambda: client.fetch([uid], ["UID"]),
+            # a question's second FETCH: what the dialog shows of the message (`changes.facts`)
+            FACTS_FETCH: lambda: client.fetch([uid], list(FACT_ITEMS)),
             "STATUS": lambda: client.folder_status(DESTINATION, [b"UIDVALIDITY", b"UIDNEXT"]),
             "SELECT": lambda: client.select_folder(SOURCE),
             "UID MOVE": lambda: client.move([uid], DESTINATION),
@@ -167,8 +172,11 @@ class Raw:
         unknown = [name for name in script if name not in actions]
         if unknown:
             raise SystemExit(f"imap-mcp sent {unknown}, which the raw side cannot replay: teach Raw.actions")
+        # the first UID FETCH of a round asks which UIDs exist; a second one, the facts a question shows
+        fetches = [n for n, name in enumerate(script) if name == "UID FETCH"]
+        calls = [actions[FACTS_FETCH if n in fetches[1:] else name] for n, name in enumerate(script)]
         self.log.take()
-        elapsed = timed(lambda: [actions[name]() for name in script])
+        elapsed = timed(lambda: [call() for call in calls])
         assert names(self.log.take()) == script, "raw imapclient sent other commands than the script"
         return elapsed
 

@@ -26,8 +26,8 @@ from __future__ import annotations
 import logging
 import secrets
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from mcp.server.context import ServerRequestContext
@@ -60,9 +60,21 @@ APPROVAL_TTL = 600  #: seconds a dialog may stay open (and its state stay valid)
 TOKEN_TTL = 300  #: seconds a confirm_token stays valid
 
 
+#: what the server knows of a target now, as lines for a person (read only when they are shown)
+Details = Callable[[], Awaitable[tuple[str, ...]]]
+#: what a second confirmation the operator's policy asks for is about, or None when it asks none
+Second = Callable[[], Awaitable[str | None]]
+
+
 @dataclass(frozen=True)
 class ApprovalRequest:
-    """One change to approve. `question` is the dialog text; `summary` one line for results."""
+    """One change to approve. `question` is the dialog text the approval binds; `summary` one line for results.
+
+    `details` are shown below the question (a dialog) or in the token's text: what the server knows of the target
+    when it asks (arrival times, sizes, recipients never written to). They are read only then (not on the round that
+    carries the answer, so an approved call costs no more), and they are not bound: the target's fingerprint binds
+    what runs. `second`, read on every round, names a second confirmation the operator's policy asks for: a second
+    box to tick in the dialog, a second token on the token path."""
 
     tool: str
     target: Target
@@ -72,6 +84,8 @@ class ApprovalRequest:
     #: what the call's arguments resolved to (opaque here), sealed into the question's state or token so the
     #: answer can act on exactly that (`Guard.pinned`); the target's fingerprint still binds what runs
     pinned: str = ""
+    details: Details | None = field(default=None, compare=False)
+    second: Second | None = field(default=None, compare=False)
 
     @property
     def claim(self) -> Claim:
@@ -137,6 +151,8 @@ class Guard:
         self._guarded: set[str] = set()
         self._states = Sealer(ring, purpose="approval-state", ttl=APPROVAL_TTL, clock=clock)
         self._tokens = Sealer(ring, purpose="confirm-token", ttl=TOKEN_TTL, clock=clock)
+        #: the token of a second confirmation (`ApprovalRequest.second`): only it, never a first token, runs the change
+        self._second_tokens = Sealer(ring, purpose="confirm-token-second", ttl=TOKEN_TTL, clock=clock)
 
     def request_state_security(self) -> RequestStateSecurity:
         """The SDK boundary's policy: the same keys and principal, so states open on any replica."""
@@ -163,10 +179,18 @@ class Guard:
         dialog can be shown, a person decides, whatever token the model passes along."""
         channel = channel_for(ctx, self.elicitation) if request.dialog else Channel.TOKEN
         if channel is Channel.DIALOG:
-            return self._dialog_round(ctx, request)
+            return await self._dialog_round(ctx, request)
         if channel is Channel.PUSH:
             return await self._push(ctx, request)
-        return self._token(ctx, request, confirm_token)
+        return await self._token(ctx, request, confirm_token)
+
+    def will_ask(self, ctx: Context, confirm_token: str | None) -> bool:
+        """Whether a call like this one is likely to be shown a question (or given a first token) rather than carry
+        an answer: a tool reads the `details` it will show at once then, in the command that plans the change."""
+        channel = channel_for(ctx, self.elicitation)
+        if channel is Channel.DIALOG:
+            return ctx.request_state is None
+        return channel is Channel.PUSH or confirm_token is None
 
     def pinned(self, ctx: Context, confirm_token: str | None) -> str:
         """What this call's answer (its request state, else its `confirm_token`) was sealed with as `pinned`,
@@ -180,7 +204,8 @@ class Guard:
         whatever its target; None when it carries none that opens. It approves nothing: it names the question a
         replay answers, whose approval (if one was given) a ledger may have recorded under `identity`."""
         principal = self._principal_of(ctx)
-        for sealer, text in ((self._states, ctx.request_state), (self._tokens, confirm_token)):
+        tokens = (self._tokens, self._second_tokens)
+        for sealer, text in ((self._states, ctx.request_state), *((t, confirm_token) for t in tokens)):
             if text is None:
                 continue
             try:
@@ -192,8 +217,9 @@ class Guard:
     def _principal_of(self, ctx: Context) -> str | None:
         return self.principal(ctx.request_context)
 
-    def _dialog_round(self, ctx: Context, request: ApprovalRequest) -> Decision:
-        """2026-07-28: approve only a fresh seal of this exact claim plus a ticked box; else ask (again)."""
+    async def _dialog_round(self, ctx: Context, request: ApprovalRequest) -> Decision:
+        """2026-07-28: approve only a fresh seal of this exact claim plus a ticked box (two where the policy asks a
+        second confirmation); else ask (again)."""
         principal = self._principal_of(ctx)
         if ctx.request_state is not None:
             try:
@@ -205,56 +231,101 @@ class Guard:
                     request.target.account,
                     exc,
                 )
-                return Decision(question=self._ask(request, principal))
+                return Decision(question=await self._ask(request, principal))
             answer = (ctx.input_responses or {}).get(texts.QUESTION_KEY)
             if isinstance(answer, ElicitResult):
-                ticked = (answer.content or {}).get(texts.APPROVE_FIELD)
-                return self._judge(request, answer.action, ticked, Decision(Channel.DIALOG, identity=opened.identity))
-        return Decision(question=self._ask(request, principal))
+                content = answer.content or {}
+                second = await _second(request)
+                if second is not None and answer.action == "accept" and texts.SECOND_FIELD not in content:
+                    # the form answered had no second box (what the policy asks it for arose since): ask with it
+                    return Decision(question=await self._ask(request, principal, second))
+                return self._judge(
+                    request,
+                    answer.action,
+                    content.get(texts.APPROVE_FIELD),
+                    content.get(texts.SECOND_FIELD) if second is not None else True,
+                    Decision(Channel.DIALOG, identity=opened.identity),
+                )
+        return Decision(question=await self._ask(request, principal))
 
-    def _ask(self, request: ApprovalRequest, principal: str | None) -> InputRequiredResult:
-        form = ElicitRequestFormParams(message=request.question, requested_schema=texts.approval_schema())
+    async def _ask(
+        self, request: ApprovalRequest, principal: str | None, second: str | None = None
+    ) -> InputRequiredResult:
+        second = second if second is not None else await _second(request)
+        message = texts.dialog_message(request.question, await _details(request), second)
+        form = ElicitRequestFormParams(message=message, requested_schema=texts.approval_schema(second))
         return InputRequiredResult(
             input_requests={texts.QUESTION_KEY: ElicitRequest(params=form)},
             request_state=self._states.seal(request.claim, principal),
         )
 
     @staticmethod
-    def _judge(request: ApprovalRequest, action: str, ticked: object, approved: Decision) -> Decision:
-        """`approved` if the person accepted with the box ticked (JSON `true`, nothing else); else a refusal."""
+    def _judge(
+        request: ApprovalRequest, action: str, ticked: object, second_ticked: object, approved: Decision
+    ) -> Decision:
+        """`approved` if the person accepted with the box ticked (JSON `true`, nothing else), and the second box
+        where the policy asks for one (`second_ticked`: True where it asks none); else a refusal."""
         if action != "accept":
             raise ApprovalRefused(texts.declined(request.summary, action))
         if ticked is not True:
             raise ApprovalRefused(texts.not_ticked(request.summary))
+        if second_ticked is not True:
+            raise ApprovalRefused(texts.second_not_ticked(request.summary))
         return approved
 
     async def _push(self, ctx: Context, request: ApprovalRequest) -> Decision:
         """2025-11-25 with a back channel: push the dialog and wait for the person."""
+        second = await _second(request)
+        message = texts.dialog_message(request.question, await _details(request), second)
+        form = texts.ApprovalForm if second is None else texts.ApprovalFormWithSecond
         try:
-            answer = await ctx.elicit(request.question, texts.ApprovalForm)
+            answer = await ctx.elicit(message, form)
         except MCPError as exc:
             raise ApprovalRefused(texts.dialog_failed(request.summary, exc.error.message)) from None
-        except ValueError:  # accepted, but the box is not JSON `true` (e.g. "yes" or 1): not a tick
+        except ValueError:  # accepted, but a box is not JSON `true` (e.g. "yes" or 1): not a tick
             raise ApprovalRefused(texts.not_ticked(request.summary)) from None
-        ticked = answer.data.approve if isinstance(answer, AcceptedElicitation) else None
-        return self._judge(request, answer.action, ticked, Decision(Channel.PUSH))
+        data = answer.data if isinstance(answer, AcceptedElicitation) else None
+        ticked = data.approve if data is not None else None
+        second_ticked = data.approve_new if isinstance(data, texts.ApprovalFormWithSecond) else second is None
+        return self._judge(request, answer.action, ticked, second_ticked, Decision(Channel.PUSH))
 
-    def _token(self, ctx: Context, request: ApprovalRequest, confirm_token: str | None) -> Decision:
-        """No dialog: the first call returns a sealed token; the same call with it runs."""
+    async def _token(self, ctx: Context, request: ApprovalRequest, confirm_token: str | None) -> Decision:
+        """No dialog: the first call returns a sealed token; the same call with it runs. Where the policy asks a
+        second confirmation, that call returns a second token instead, and the call with the second one runs."""
         claim = Claim(fingerprint(request.target), pinned=request.pinned)
         principal = self._principal_of(ctx)
         if confirm_token is None:
             token = self._tokens.seal(claim, principal)
-            text = texts.token_issued(request.tool, request.summary, token, TOKEN_TTL, self._why(request))
+            why = self._why(request)
+            text = texts.token_issued(request.tool, request.summary, token, TOKEN_TTL, why, await _details(request))
             return Decision(token=TokenIssued(token, text))
+        try:
+            second_opened = self._second_tokens.verify(confirm_token, claim, principal)
+        except SealError:
+            pass  # not a second token: perhaps a first one
+        else:
+            return Decision(Channel.TOKEN, identity=second_opened.identity)
         try:
             opened = self._tokens.verify(confirm_token, claim, principal)
         except SealError as exc:
             logger.info("confirm_token for %s on %s refused (%s)", request.tool, request.target.account, exc)
             raise ApprovalRefused(texts.token_refused(request.tool, request.summary)) from None
+        second = await _second(request)
+        if second is not None:
+            token = self._second_tokens.seal(claim, principal)
+            text = texts.second_token_issued(request.tool, request.summary, token, TOKEN_TTL, second)
+            return Decision(token=TokenIssued(token, text))
         return Decision(Channel.TOKEN, identity=opened.identity)
 
     def _why(self, request: ApprovalRequest) -> str:
         if not request.dialog:
             return texts.WHY_TOKEN_ONLY
         return texts.WHY_NO_DIALOG if self.elicitation else texts.WHY_ELICITATION_OFF
+
+
+async def _details(request: ApprovalRequest) -> tuple[str, ...]:
+    return await request.details() if request.details is not None else ()
+
+
+async def _second(request: ApprovalRequest) -> str | None:
+    return await request.second() if request.second is not None else None

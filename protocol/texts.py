@@ -2,10 +2,12 @@
 
 Every value shown in a dialog (mailbox names, addresses, subjects) goes through `shown`, so a
 value cannot add a line, hide text or reorder it: the dialog says exactly what will happen.
+Times and sizes the server knows are written in a person's terms (`arrived`, `size_text`).
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 import unicodedata
 from typing import Any
@@ -17,6 +19,9 @@ QUESTION_KEY = "approval"
 APPROVE_FIELD = "approve"
 APPROVE_TITLE = "Yes, make this change"
 APPROVE_DESCRIPTION = "Tick to approve exactly the change described above. Leave it unticked to refuse."
+#: the second box of a form whose change the operator's policy asks a second confirmation for (`Guard`)
+SECOND_FIELD = "approve_new"
+SECOND_TITLE = "Yes, also to the recipients marked new"
 
 
 #: longest value shown in a dialog; longer ones are cut, with a marker saying how much is not shown
@@ -124,13 +129,51 @@ class ApprovalForm(BaseModel):
     approve: StrictBool = Field(title=APPROVE_TITLE, description=APPROVE_DESCRIPTION)
 
 
-def approval_schema() -> dict[str, Any]:
-    """The form's JSON schema for `elicitation/create` (flat, primitives only, as the spec asks)."""
-    return {
-        "type": "object",
-        "properties": {APPROVE_FIELD: {"type": "boolean", "title": APPROVE_TITLE, "description": APPROVE_DESCRIPTION}},
-        "required": [APPROVE_FIELD],
-    }
+class ApprovalFormWithSecond(ApprovalForm):
+    """The push-era form with the second box the operator's policy asks for: both must be ticked."""
+
+    approve_new: StrictBool = Field(title=SECOND_TITLE)
+
+
+def approval_schema(second: str | None = None) -> dict[str, Any]:
+    """The form's JSON schema for `elicitation/create` (flat, primitives only, as the spec asks); with `second` (what
+    the second confirmation is about) a second required box."""
+    properties = {APPROVE_FIELD: {"type": "boolean", "title": APPROVE_TITLE, "description": APPROVE_DESCRIPTION}}
+    if second is not None:
+        properties[SECOND_FIELD] = {"type": "boolean", "title": SECOND_TITLE, "description": second}
+    return {"type": "object", "properties": properties, "required": list(properties)}
+
+
+def dialog_message(question: str, details: tuple[str, ...], second: str | None) -> str:
+    """What a person reads: the question (what the approval binds), then what the server knows now (`details`,
+    read when the question is shown), then the second confirmation the operator's policy asks for, if any."""
+    tail = [f"Second confirmation (the operator's policy): {second}"] if second is not None else []
+    return "\n".join([question, *details, *tail])
+
+
+_MONTH_NAMES = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+
+
+def arrived(moment: dt.datetime, now: dt.datetime) -> str:
+    """`moment` as a person says it, in `now`'s time zone: "today 09:14", "yesterday 17:02", "3 Nov", "3 Nov 2025"."""
+    local = moment.astimezone(now.tzinfo)
+    days = (now.date() - local.date()).days
+    if days == 0:
+        return f"today {local:%H:%M}"
+    if days == 1:
+        return f"yesterday {local:%H:%M}"
+    day = f"{local.day} {_MONTH_NAMES[local.month - 1]}"
+    return day if local.year == now.year else f"{day} {local.year}"
+
+
+def size_text(size: int) -> str:
+    """A size in bytes as a person reads it: "812 bytes", "3.4 KB", "12 KB", "3.4 MB" (1 KB = 1,024 bytes)."""
+    if size < 1024:
+        return f"{size} bytes"
+    value, units = size / 1024, ["KB", "MB", "GB"]
+    while value >= 1024 and len(units) > 1:
+        value, units = value / 1024, units[1:]
+    return f"{value:.1f} {units[0]}" if value < 10 else f"{value:.0f} {units[0]}"
 
 
 def declined(summary: str, action: str) -> str:
@@ -149,13 +192,33 @@ def dialog_failed(summary: str, reason: str) -> str:
     return f"imap-mcp could not show the approval dialog ({reason}): nothing was changed ({summary})."
 
 
-def token_issued(tool: str, summary: str, token: str, ttl_seconds: int, why: str) -> str:
+def token_issued(tool: str, summary: str, token: str, ttl_seconds: int, why: str, details: tuple[str, ...] = ()) -> str:
+    """The first of two calls: what the token proves, and `details` (what the server knows now), as a dialog shows."""
     minutes = max(1, ttl_seconds // 60)
+    known = (" What imap-mcp knows now: " + " ".join(details)) if details else ""
     return (
         f"Nothing was changed yet: {summary}. {why} To go ahead, call {tool} again with exactly the same "
         f'arguments plus confirm_token: "{token}". The token works for {minutes} minute(s) and only for this '
         "exact change. It proves only that the call was made twice with the same arguments, nothing more: "
-        "no person approved it. If a person should decide, ask them before the second call."
+        f"no person approved it. If a person should decide, ask them before the second call.{known}"
+    )
+
+
+def second_token_issued(tool: str, summary: str, token: str, ttl_seconds: int, second: str) -> str:
+    """The operator's policy asks a second confirmation: a second token, for a third call."""
+    minutes = max(1, ttl_seconds // 60)
+    return (
+        f"Nothing was changed yet: {summary}. The operator's policy asks a second confirmation: {second} If a "
+        f"person agrees to that too, call {tool} once more with exactly the same arguments plus confirm_token: "
+        f'"{token}" (this new token, not the first one). It works for {minutes} minute(s) and only for this exact '
+        "change; like the first, it proves only that the call was repeated, not that a person approved."
+    )
+
+
+def second_not_ticked(summary: str) -> str:
+    return (
+        f"The person did not tick the second box the operator's policy asks for: nothing was changed ({summary}). "
+        "Do not retry unless the person asks for it."
     )
 
 

@@ -133,8 +133,16 @@ def build_server(
     reading.register(mcp, pool, settings.download_dir, settings.trusted_authserv_ids, own_domains(settings), files)
     if parts_served:
         resources.register(mcp, pool, settings.max_attachment_bytes, settings.allow_executable_attachments)
-    changes.register(mcp, pool, guard, settings.webhooks.store_url)
-    outgoing.register(mcp, pool, guard, settings.smtp, settings.webhooks.store_url, settings.outgoing_files)
+    changes.register(mcp, pool, guard, settings.webhooks.store_url, settings.dialog_clock)
+    outgoing.register(
+        mcp,
+        pool,
+        guard,
+        settings.smtp,
+        settings.webhooks.store_url,
+        settings.outgoing_files,
+        outgoing.Asking(settings.send_policy, settings.dialog_clock),
+    )
     accounts.register(mcp, account, pool, guard)
     webhooks.register(mcp, settings.webhooks, settings.imap)
     if settings.spec_fixtures:

@@ -21,7 +21,10 @@ from typing import TYPE_CHECKING, Literal, ParamSpec, TypeVar
 from imap_mcp.protocol.errors import ImapMcpError
 
 from .errors import OutgoingError
+from .local_time import SETTING as DIALOG_TIMEZONE
+from .local_time import DialogClock, zone_named
 from .outgoing.compose import parse_address
+from .outgoing.policy import SendPolicy, read_send_policy
 
 if TYPE_CHECKING:
     from .oauth.settings import AuthMode, OAuthSettings
@@ -49,11 +52,15 @@ KNOWN_SETTINGS = frozenset(
         "IMAP_MCP_ALLOWED_HOSTS",
         "IMAP_MCP_ALLOW_UNAUTHENTICATED",
         "IMAP_MCP_AUTH_TOKENS",
+        "IMAP_MCP_DIALOG_TIMEZONE",
         "IMAP_MCP_DISABLE_TOOLS",
         "IMAP_MCP_LEGACY_HTTP",
         "IMAP_MCP_MAX_CONNECTIONS",
         "IMAP_MCP_READ_ONLY",
         "IMAP_MCP_SEAL_KEYS",
+        "IMAP_MCP_SEND_ALLOW",
+        "IMAP_MCP_SEND_CONFIRM_NEW",
+        "IMAP_MCP_SEND_MAX_RECIPIENTS",
         "IMAP_MCP_SPEC_FIXTURES",
         "IMAP_MCP_STORE",
         "IMAP_MCP_STORE_KEYS",
@@ -254,6 +261,11 @@ class Settings:
     webhooks: WebhookSettings = field(default_factory=lambda: _webhook_defaults())
     #: IMAP_TRUSTED_AUTHSERV_ID: the receiving servers whose Authentication-Results headers are believed
     trusted_authserv_ids: tuple[str, ...] = ()
+    # -- what a person is shown and what may be sent (`_dialog_clock`, `_send_policy`) --
+    #: IMAP_MCP_DIALOG_TIMEZONE: the zone dialog times are written in (default: the server's local zone)
+    dialog_clock: DialogClock = field(default_factory=DialogClock)
+    #: IMAP_MCP_SEND_ALLOW, IMAP_MCP_SEND_MAX_RECIPIENTS, IMAP_MCP_SEND_CONFIRM_NEW: the operator's send policy
+    send_policy: SendPolicy = field(default_factory=SendPolicy)
 
 
 def _webhook_defaults() -> WebhookSettings:
@@ -365,6 +377,27 @@ def _trusted_authserv_ids(env: Mapping[str, str]) -> tuple[str, ...]:
                 "without spaces, quotes or semicolons."
             )
     return ids
+
+
+def _dialog_clock(env: Mapping[str, str]) -> DialogClock:
+    """IMAP_MCP_DIALOG_TIMEZONE: an IANA zone name, checked against this system's zone database."""
+    raw = env.get(DIALOG_TIMEZONE, "").strip()
+    if not raw:
+        return DialogClock()
+    if zone_named(raw) is None:
+        raise ConfigError(
+            f"{DIALOG_TIMEZONE}={raw!r} is not valid: use an IANA time zone name such as Europe/Berlin or UTC "
+            "(unset: the server's local zone)."
+        )
+    return DialogClock(raw)
+
+
+def _send_policy(env: Mapping[str, str]) -> SendPolicy:
+    """IMAP_MCP_SEND_*: the operator's send policy (`outgoing.policy`)."""
+    try:
+        return read_send_policy(env)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def _download_dir(env: Mapping[str, str]) -> Path | None:
@@ -560,6 +593,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     spec_fixtures = problems.read(False, flag, env, "IMAP_MCP_SPEC_FIXTURES", False)
     trusted_authserv_ids = problems.read((), _trusted_authserv_ids, env)
     webhooks = problems.read(None, load_webhook_settings, env)
+    dialog_clock = problems.read(DialogClock(), _dialog_clock, env)
+    send_policy = problems.read(SendPolicy(), _send_policy, env)
     problems.raise_any()
     assert imap is not None and webhooks is not None and outgoing_files is not None  # no problem, so read
     return Settings(
@@ -574,4 +609,6 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         spec_fixtures=spec_fixtures,
         webhooks=webhooks,
         trusted_authserv_ids=trusted_authserv_ids,
+        dialog_clock=dialog_clock,
+        send_policy=send_policy,
     )

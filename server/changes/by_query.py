@@ -61,6 +61,13 @@ def resolve_query(client: Session, mailbox: str, query: SearchQuery, pin: Pin | 
     """The messages of `mailbox` the change acts on: what is left of `pin` if it was made for this mailbox as
     it is (same UIDVALIDITY), else what `query` matches now. Empty when nothing does; `ChangeRefused` over
     `MAX_QUERY_MATCHES`."""
+    return resolve_query_counted(client, mailbox, query, pin)[0]
+
+
+def resolve_query_counted(
+    client: Session, mailbox: str, query: SearchQuery, pin: Pin | None = None
+) -> tuple[MessageSelection, int | None]:
+    """`resolve_query`, and how many messages the mailbox holds (its EXISTS when examined; None if not said)."""
     examined = examine(client, mailbox)
     if pin is not None and pin.uidvalidity == examined.uidvalidity:
         uids = sorted(existing_uids(client, pin.uids))
@@ -72,4 +79,4 @@ def resolve_query(client: Session, mailbox: str, query: SearchQuery, pin: Pin | 
             "Nothing was changed and nobody was asked: narrow it (since/before, from, subject) and repeat the call "
             "for each part."
         )
-    return MessageSelection(canonical_name(mailbox), examined.uidvalidity, tuple(uids))
+    return MessageSelection(canonical_name(mailbox), examined.uidvalidity, tuple(uids)), examined.counts[1]

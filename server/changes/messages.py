@@ -51,6 +51,7 @@ from ..imap.session import Session
 from ..imap.uid_sets import compress, expand
 from ..imap.uidvalidity import settle
 from .copies import already_copied, held_in
+from .facts import SourceFacts, read_facts
 
 MessageOperation = Literal["trash", "delete_permanently", "move", "copy"]
 DELETED = b"\\Deleted"
@@ -85,6 +86,8 @@ class PlannedMessageChange:
     floor: int | None = field(default=None, compare=False)
     #: not part of the approval: for a copy, those of `uids` whose Message-ID the destination holds (not copied)
     already_present: tuple[int, ...] = field(default=(), compare=False)
+    #: not part of the approval: what the server said of the messages when planned, for the question (`facts`)
+    facts: SourceFacts | None = field(default=None, compare=False)
 
     @property
     def target(self) -> Target:
@@ -195,14 +198,21 @@ def same_mailbox(first: str, second: str) -> bool:
 
 
 def plan_message_change(
-    client: Session, account: str, selection: MessageSelection, operation: MessageOperation, destination: str | None
+    client: Session,
+    account: str,
+    selection: MessageSelection,
+    operation: MessageOperation,
+    destination: str | None,
+    with_facts: bool = False,
 ) -> PlannedMessageChange:
-    """The exact plan for moving/copying/deleting `selection` now, or `ChangeRefused`.
+    """The exact plan for moving/copying/deleting `selection` now, or `ChangeRefused`; `with_facts`: with what the
+    server says of the messages (one FETCH more), for a question about to be shown.
 
     The plan holds only those of the requested UIDs that exist now (see the module docstring).
     """
-    uidvalidity = examine_source(client, selection)
+    uidvalidity, exists = examine_counted(client, selection)
     present, by_message_id = _present(client, selection, operation)
+    facts = read_facts(client, present, exists) if with_facts else None
     return plan_present(
         client,
         account,
@@ -210,14 +220,21 @@ def plan_message_change(
         operation,
         destination,
         by_message_id,
+        facts,
     )
 
 
 def examine_source(client: Session, selection: MessageSelection) -> int:
     """EXAMINE the selection's mailbox (read-only, one command); its UIDVALIDITY, `StaleMessageId` if it changed."""
+    return examine_counted(client, selection)[0]
+
+
+def examine_counted(client: Session, selection: MessageSelection) -> tuple[int, int | None]:
+    """`examine_source`, and how many messages the mailbox holds (its EXISTS; None when it said none)."""
     try:
         settle(client, selection.mailbox)
-        uidvalidity = int(client.select_folder(selection.mailbox, readonly=True)[b"UIDVALIDITY"])
+        response = client.select_folder(selection.mailbox, readonly=True)
+        uidvalidity = int(response[b"UIDVALIDITY"])
     except imaplib.IMAP4.abort:
         raise  # the connection dropped: not a mailbox that cannot be opened
     except IMAPClientError as exc:
@@ -226,7 +243,8 @@ def examine_source(client: Session, selection: MessageSelection) -> int:
             "list_mailboxes and pass it exactly as listed."
         ) from None
     check_selection(selection, uidvalidity)
-    return uidvalidity
+    exists = response.get(b"EXISTS")
+    return uidvalidity, exists if isinstance(exists, int) else None
 
 
 def _present(
@@ -256,10 +274,11 @@ def plan_present(
     operation: MessageOperation,
     destination: str | None,
     by_message_id: dict[int, str] | None = None,
+    facts: SourceFacts | None = None,
 ) -> PlannedMessageChange:
     """The plan for `present`, UIDs the source (examined now, at `present.uidvalidity`) holds: the destination's
     state, and for a copy which of them the destination holds already (`by_message_id`: their Message-IDs, when
-    the caller fetched them)."""
+    the caller fetched them); `facts` (what the server said of them) kept with it for the question."""
     assert present.uidvalidity is not None
     if operation == "delete_permanently":
         require_uid_expunge(client)
@@ -280,7 +299,9 @@ def plan_present(
                 f"The messages are already in {present.mailbox!r} ({destination!r} is the same mailbox). "
                 "Nothing was changed; choose another destination."
             )
-    plan = PlannedMessageChange(operation, account, present.mailbox, present.uidvalidity, present.uids, destination)
+    plan = PlannedMessageChange(
+        operation, account, present.mailbox, present.uidvalidity, present.uids, destination, facts=facts
+    )
     if destination is None:
         return plan
     if operation != "copy":

@@ -10,6 +10,7 @@ mailbox, message counts), and what the change does to the mailbox. Every name go
 from __future__ import annotations
 
 from imap_mcp.protocol import ApprovalRequest
+from imap_mcp.protocol.approval import Details
 from imap_mcp.protocol.texts import shown, word
 
 from ..imap.uid_sets import compress
@@ -45,11 +46,14 @@ def _message_provenance(operation: str, destination: str, by_query: bool) -> str
 
 
 def criteria_line(criteria: tuple[tuple[str, str], ...]) -> str:
-    """The search a change by query was chosen by, each value as the caller gave it."""
+    """The search a change by query was chosen by, each value as the caller gave it, marked as the assistant's."""
     if not criteria:
-        return "Chosen by a search with no criteria: every message in the mailbox when asked."
+        return "Chosen by a search the AI assistant wrote, with no criteria: every message in the mailbox when asked."
     given = ", ".join(f"{name} {shown(value)}" for name, value in criteria)
-    return f"Chosen by a search ({given}): only the messages that matched when asked, none that match later."
+    return (
+        f"Chosen by a search the AI assistant wrote ({given}): only the messages that matched when asked, none "
+        "that match later."
+    )
 
 
 _MESSAGE_CHANGES = {
@@ -79,9 +83,11 @@ def message_change_request(
     plan: PlannedMessageChange,
     criteria: tuple[tuple[str, str], ...] | None = None,
     pinned: str = "",
+    details: Details | None = None,
 ) -> ApprovalRequest:
     """The approval request for moving, copying or deleting messages; `criteria` when a search chose them
-    (`pinned`: the resolved set, carried sealed with the question)."""
+    (`pinned`: the resolved set, carried sealed with the question); `details`: what the server knows of them
+    (`changes.facts`), shown below the question."""
     question, effect = _MESSAGE_CHANGES[plan.operation]
     values = {
         "n": messages(len(plan.uids)),
@@ -101,4 +107,6 @@ def message_change_request(
     summary = f"{plan.operation.replace('_', ' ')} {values['n']} (UIDs {shown_uids(plan.uids)}) from {values['src']}"
     if plan.destination and plan.operation != "trash":
         summary += f" to {values['dst']}"
-    return ApprovalRequest(tool=tool, target=plan.target, question=text, summary=summary, pinned=pinned)
+    return ApprovalRequest(
+        tool=tool, target=plan.target, question=text, summary=summary, pinned=pinned, details=details
+    )

@@ -35,6 +35,7 @@ def run_check(settings: Settings, write_test_too: bool = False) -> list[Step]:
         smtp = smtp_steps(settings.smtp)
         check_smtp(settings.smtp, smtp)
         lines += smtp.lines()
+        lines += [Step("send policy", "ok", line) for line in settings.send_policy.lines()]
         smtp_failed = smtp.failed
     return lines + tool_lines(settings, facts, imap.failed, smtp_failed, proofs)
 

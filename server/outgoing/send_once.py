@@ -116,6 +116,9 @@ class Approved:
     tool: str
     evidence: bytes
     approved_by: Approver
+    #: the fingerprint of the approved target, recorded with the outcome so that the next question about an
+    #: identical message can say when this one went out (`Sender.identical_sent`)
+    target: str = ""
 
 
 @dataclass(frozen=True)
@@ -222,6 +225,7 @@ class Sender:
         )
         if not begun.owned:
             return self._held_back(begun, message_id, len(outgoing.recipients.everyone))
+        recorded = {"target": approved.target, "approved_by": approved.approved_by}
         holder = begun.holder
         assert holder is not None
         try:  # nothing has left yet: whatever fails here lets a replay of the approval send it
@@ -232,7 +236,7 @@ class Sender:
             raise
         if not handing_over:  # another attempt took over a row it judged dead: it sends
             return SendResult(status="being_sent", message_id=message_id, recipients=len(attempt.envelope))
-        result = await self._hand_over(ledger, key, holder, attempt, approved.approved_by)
+        result = await self._hand_over(ledger, key, holder, attempt, approved.approved_by, recorded)
         if attempt.sent_box is not None:
             await _after_sending(self._file_copy(attempt, attempt.sent_box, result), "filing the Sent copy", result)
         if original is not None and result.status == "sent":
@@ -256,7 +260,7 @@ class Sender:
         return result
 
     async def _hand_over(
-        self, ledger: Ledger, key: str, holder: str, attempt: _Attempt, approved_by: Approver
+        self, ledger: Ledger, key: str, holder: str, attempt: _Attempt, approved_by: Approver, recorded: dict[str, str]
     ) -> SendResult:
         """SMTP, then the ledger's record of the outcome; a refusal releases the approval for a retry."""
         try:
@@ -271,7 +275,7 @@ class Sender:
                 approved_by=approved_by,
                 problems=[str(exc)],
             )
-            await self._record(ledger, key, holder, "unconfirmed", result)
+            await self._record(ledger, key, holder, "unconfirmed", result, recorded)
             return result
         except SendFailed:
             await self._release(ledger, key, holder)
@@ -298,15 +302,21 @@ class Sender:
             refused=refused,
             approved_by=approved_by,
         )
-        await self._record(ledger, key, holder, "done", result)
+        await self._record(ledger, key, holder, "done", result, recorded)
         return result
 
     async def _record(
-        self, ledger: Ledger, key: str, holder: str, state: Literal["done", "unconfirmed"], result: SendResult
+        self,
+        ledger: Ledger,
+        key: str,
+        holder: str,
+        state: Literal["done", "unconfirmed"],
+        result: SendResult,
+        recorded: dict[str, str],
     ) -> None:
-        """Record the outcome; a store failure now is a problem to report, never a reason to say nothing was sent.
-        The row was written `handing_over` before SMTP and stays so, so no replay of this approval sends it."""
-        outcome = {"message_id": result.message_id, "status": result.status}
+        """Record the outcome (and `recorded`: the target and who approved it); a store failure now is a problem to
+        report, never a reason to say nothing was sent (the row stays `handing_over`, so no replay sends it again)."""
+        outcome = {"message_id": result.message_id, "status": result.status, **recorded}
         try:
             await anyio.to_thread.run_sync(ledger.advance, key, holder, state, outcome)
         except ImapMcpError as exc:
@@ -320,6 +330,17 @@ class Sender:
     async def _release(ledger: Ledger, key: str, holder: str) -> None:
         """Nothing left: let a replay of the approval send it."""
         await anyio.to_thread.run_sync(ledger.release_if_possible, key, holder)
+
+    async def identical_sent(self, target: str, within: float) -> Entry | None:
+        """The newest send of `target` (a fingerprint) from this account in the last `within` seconds, from the
+        ledger; None when there is none, or the store cannot say (a question is never held up by it)."""
+        try:
+            return await anyio.to_thread.run_sync(
+                lambda: self._ledger().latest_with(self.account, target, time.time() - within)
+            )
+        except ImapMcpError as exc:
+            get_logger().warning("approval ledger: looking for an identical earlier send failed (%s)", exc)
+            return None
 
     async def recorded(self, tool: str, evidence: bytes) -> SendResult | None:
         """What the ledger says of an approval whose message can no longer be rebuilt (a draft sent, so gone from

@@ -86,18 +86,21 @@ class FileToSend:
         return {"name": self.name, "type": self.mime_type, "size": self.size, "sha256": self.sha256}
 
 
+#: hex digits of an attachment's SHA-256 a question shows
+DIGEST_SHOWN = 12
 #: bytes of an attachment the question judges for "it may run when opened" (with its name and type)
 _JUDGED_BYTES = 64 * 1024
 
 
 def describe_files(files: Sequence[FileToSend]) -> list[str]:
-    """The question's lines about the attachments: each name (as `shown` renders it), type and size, and a warning
-    for one that looks like it runs when opened (`reading.executables`, from its name, type and first bytes)."""
+    """The question's lines about the attachments: each name (as `shown` renders it), type, size and the first
+    `DIGEST_SHOWN` hex digits of its SHA-256 (to compare with the file a person has), and a warning for one that
+    looks like it runs when opened (`reading.executables`, from its name, type and first bytes)."""
     if not files:
         return []
     lines = [f"Attachments: {len(files)}, {sum(f.size for f in files)} bytes in all:"]
     for file in files:
-        line = f"- {shown(file.name)} ({word(file.mime_type)}, {file.size} bytes)"
+        line = f"- {shown(file.name)} ({word(file.mime_type)}, {file.size} bytes) SHA-256 {file.sha256[:DIGEST_SHOWN]}…"
         reason = executable_reason(file.name, file.mime_type, bytes(file.payload.data[:_JUDGED_BYTES]))
         lines.append(f"{line}; it may run when opened: {reason}" if reason else line)
     return lines

@@ -165,6 +165,20 @@ class Ledger:
         except StoreError as exc:
             get_logger().warning("approval ledger: releasing an approval failed (%s)", exc)
 
+    def latest_with(self, account: str, target: str, since: float) -> Entry | None:
+        """The newest row of `account` that finished (`done` or `unconfirmed`) at or after `since` and recorded
+        `target` (a target's fingerprint, hex) in its outcome: an identical effect approved earlier."""
+        with self.store.transaction() as tx:  # rows change `since` and `kept_until` together: the index finds them
+            rows = tx.all(
+                f"SELECT {_COLUMNS} FROM approval_ledger WHERE kept_until >= ? AND account = ? "
+                "AND state IN ('done', 'unconfirmed') AND outcome LIKE ? ORDER BY since DESC",
+                since + KEEP_SECONDS,
+                account,
+                f'%"target":"{target}"%',
+            )
+        found = [_entry(row) for row in rows]
+        return next((entry for entry in found if entry.outcome.get("target") == target), None)
+
     def entry(self, key: str) -> Entry | None:
         """The row of `key`, if any (for tests and status)."""
         with self.store.transaction() as tx:

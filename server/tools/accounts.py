@@ -126,6 +126,23 @@ class LimitsInfo(BaseModel):
     attachments: Literal["inline", "files"] = Field(description="files: get_attachments writes to IMAP_DOWNLOAD_DIR.")
 
 
+class SendingInfo(BaseModel):
+    """The operator's send policy for this account (IMAP_MCP_SEND_*); it is checked before anyone is asked."""
+
+    allowed_recipients: list[str] | None = Field(
+        description="IMAP_MCP_SEND_ALLOW: the addresses, domains and *.wildcards mail may go to; null = any address."
+    )
+    max_recipients: int = Field(description="IMAP_MCP_SEND_MAX_RECIPIENTS: the most recipients of one message.")
+    confirm_new_recipients: bool = Field(
+        description="IMAP_MCP_SEND_CONFIRM_NEW: a message to a recipient never written to before (no message in Sent "
+        "was addressed to it, or that was not checked) needs a second confirmation: a second box in the dialog, a "
+        "second confirm_token on the token path."
+    )
+    dialog_timezone: str = Field(
+        description="The time zone the dialogs write times in (IMAP_MCP_DIALOG_TIMEZONE, else the server's local one)."
+    )
+
+
 class ServerInfo(BaseModel):
     name: str
     version: str
@@ -136,6 +153,7 @@ class ServerInfo(BaseModel):
     tools: ToolsInfo
     approvals: ApprovalsInfo
     limits: LimitsInfo
+    sending: SendingInfo
 
 
 TOKEN_FALLBACK = (
@@ -223,6 +241,16 @@ def _limits(account: Account) -> LimitsInfo:
     )
 
 
+def _sending(account: Account) -> SendingInfo:
+    policy = account.settings.send_policy
+    return SendingInfo(
+        allowed_recipients=list(policy.allow) or None,
+        max_recipients=policy.max_recipients,
+        confirm_new_recipients=policy.confirm_new,
+        dialog_timezone=account.settings.dialog_clock.label(),
+    )
+
+
 def register(mcp: PolicyServer, account: Account, pool: ImapPool, guard: Guard) -> None:
     @offer(
         mcp,
@@ -231,7 +259,7 @@ def register(mcp: PolicyServer, account: Account, pool: ImapPool, guard: Guard) 
             "Describe this server for the caller: version and protocol versions, the caller's account (no secrets), "
             "the IMAP server's relevant capabilities, the mailbox of each role and what each tool does on it (works, "
             "degrades or refused, and why), which tools are offered and why the others are not, how approvals are "
-            "asked, and the limits. Call it first to plan."
+            "asked, the limits and the operator's send policy. Call it first to plan."
         ),
     )
     async def get_server_info(ctx: Context) -> ServerInfo:
@@ -245,4 +273,5 @@ def register(mcp: PolicyServer, account: Account, pool: ImapPool, guard: Guard) 
             tools=await _tools_info(mcp, account),
             approvals=_approvals_info(ctx, guard),
             limits=_limits(account),
+            sending=_sending(account),
         )

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Annotated, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -18,7 +19,8 @@ from pydantic import AfterValidator, BaseModel, Field
 
 from imap_mcp.protocol import Guard
 
-from ..changes.by_query import Pin, pin_key, resolve_query
+from ..changes.by_query import Pin, pin_key, resolve_query, resolve_query_counted
+from ..changes.facts import SourceFacts, facts_lines, read_facts
 from ..changes.flags import set_flags
 from ..changes.messages import (
     ChangeReport,
@@ -34,8 +36,9 @@ from ..errors import ArgumentError
 from ..guard import bound_to_the_store
 from ..imap.lookup import MessageSelection
 from ..imap.message_ids import MessageRef, encode_id
-from ..imap.pool import ImapPool
+from ..imap.pool import Examined, ImapPool, InMailbox
 from ..imap.session import Session
+from ..local_time import DialogClock
 from .arguments import (
     ConfirmToken,
     DeprecatedMailbox,
@@ -64,6 +67,14 @@ Ids = Annotated[
 ]
 Approver = Literal["dialog", "push", "token"]
 ToolAnswer = CallToolResult | InputRequiredResult
+#: what both change tools' descriptions say of repeating a call, path by path
+REPEATING = (
+    " The dialog shows what the server knows of each message (arrival, size, read, flagged, attachments), never a "
+    "subject or sender. Repeating a call: a client's retry carrying an answer already acted on, or the call "
+    "repeated with the same confirm_token, changes nothing more; a new call asks again, about the messages still "
+    "there (those moved or deleted are gone from the source; a copy skips messages whose Message-ID the "
+    "destination already holds)."
+)
 Mode = Annotated[Literal["move", "copy"], Field(description="move: remove from the source; copy: keep them there.")]
 
 
@@ -221,10 +232,28 @@ class Changer:
     pool: ImapPool
     guard: Guard
     store_url: str
+    #: the zone the questions' times are written in
+    clock: DialogClock = field(default_factory=DialogClock)
 
     @property
     def account(self) -> str:
         return self.pool.settings.account
+
+    async def details(self, plan: PlannedMessageChange) -> tuple[str, ...]:
+        """The question's lines on what the server knows of the messages: read when planned where a question was
+        expected (`Guard.will_ask`), else now (one more EXAMINE and FETCH); none if the mailbox was renumbered."""
+        facts = plan.facts
+        if facts is None:
+
+            def read(client: Session, examined: Examined) -> SourceFacts | None:
+                if examined.uidvalidity != plan.source_uidvalidity:
+                    return None
+                return read_facts(client, plan.uids, examined.counts[1])
+
+            facts = await self.pool.run(InMailbox(plan.source, read))
+        if facts is None:
+            return ()
+        return facts_lines(facts, len(plan.uids), plan.source, self.clock)
 
 
 async def change_by_query(changer: Changer, ctx: Context, call: ChangeCall, query: MessageQuery) -> ToolAnswer:
@@ -234,12 +263,16 @@ async def change_by_query(changer: Changer, ctx: Context, call: ChangeCall, quer
     key = pin_key(call.tool, call.operation, call.destination, query.mailbox, search)
     pin = Pin.parse(changer.guard.pinned(ctx, call.confirm_token), key)
     call = replace(call, by_query=ByQuery(query.criteria(), key))
+    with_facts = changer.guard.will_ask(ctx, call.confirm_token)
 
     def resolve_and_plan(client: Session) -> tuple[MessageSelection, PlannedMessageChange | None]:
-        selection = resolve_query(client, query.mailbox, search, pin)
+        selection, exists = resolve_query_counted(client, query.mailbox, search, pin)
         if not selection.uids:
             return selection, None
-        return selection, plan_present(client, changer.account, selection, call.operation, call.destination)
+        facts = read_facts(client, selection.uids, exists) if with_facts else None
+        return selection, plan_present(
+            client, changer.account, selection, call.operation, call.destination, facts=facts
+        )
 
     selection, plan = await changer.pool.run(resolve_and_plan)
     if plan is None:  # a query that matched nothing: nothing to ask about
@@ -249,8 +282,9 @@ async def change_by_query(changer: Changer, ctx: Context, call: ChangeCall, quer
 
 async def change_messages(changer: Changer, ctx: Context, call: ChangeCall, selection: MessageSelection) -> ToolAnswer:
     """Plan, ask, and run one change of messages named by id."""
+    with_facts = changer.guard.will_ask(ctx, call.confirm_token)
     plan = await changer.pool.run(
-        lambda c: plan_message_change(c, changer.account, selection, call.operation, call.destination)
+        lambda c: plan_message_change(c, changer.account, selection, call.operation, call.destination, with_facts)
     )
     return await _ask_and_run(changer, ctx, call, selection, plan)
 
@@ -259,11 +293,12 @@ async def _ask_and_run(
     changer: Changer, ctx: Context, call: ChangeCall, selection: MessageSelection, plan: PlannedMessageChange
 ) -> ToolAnswer:
     """The common path: the question about `plan`, and once approved the change, run once per approval."""
+    details = partial(changer.details, plan)
     if call.by_query is None:
-        request = message_change_request(call.tool, plan)
+        request = message_change_request(call.tool, plan, details=details)
     else:
         pin = Pin(call.by_query.key, plan.source_uidvalidity, plan.uids)
-        request = message_change_request(call.tool, plan, call.by_query.criteria, pin.text())
+        request = message_change_request(call.tool, plan, call.by_query.criteria, pin.text(), details)
     # requested UIDs that did not exist when planned: never part of the target, nor of the question
     absent = left_out(selection.uids, set(plan.uids))
     if plan.operation == "copy" and len(plan.already_present) == len(plan.uids):
@@ -424,8 +459,8 @@ def _describe(summary: str, outcome: MessageChange, new_uids: tuple[int, ...]) -
     return " ".join([text, *outcome.problems])
 
 
-def register(mcp: MCPServer, pool: ImapPool, guard: Guard, store_url: str) -> None:
-    changer = Changer(pool, guard, store_url)
+def register(mcp: MCPServer, pool: ImapPool, guard: Guard, store_url: str, clock: DialogClock | None = None) -> None:
+    changer = Changer(pool, guard, store_url, clock or DialogClock())
 
     @offer(
         mcp,
@@ -436,7 +471,7 @@ def register(mcp: MCPServer, pool: ImapPool, guard: Guard, store_url: str) -> No
             "good (cannot be undone). Name them by ids, or by query (search_messages's filters): the person is "
             "asked about exactly the messages it matched then. A person is always asked to approve first, in a "
             "dialog where the client can show one; otherwise the first call returns a confirm_token and changes "
-            "nothing."
+            "nothing." + REPEATING
         ),
     )
     async def delete_messages(
@@ -462,8 +497,7 @@ def register(mcp: MCPServer, pool: ImapPool, guard: Guard, store_url: str) -> No
             "Move (mode 'move') or copy (mode 'copy') messages to another mailbox, named by ids or by query "
             "(search_messages's filters); returns their new ids (a large change: counts and ranges). A person "
             "is always asked to approve first, for both modes, in a dialog where the client can show one; otherwise "
-            "the first call returns a confirm_token and changes nothing. A copy skips messages whose Message-ID the "
-            "destination already holds; repeating an approved call changes nothing more."
+            "the first call returns a confirm_token and changes nothing." + REPEATING
         ),
     )
     async def move_messages(

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from email.headerregistry import Address
 from email.message import EmailMessage
 from typing import Annotated, Literal
@@ -23,6 +24,7 @@ from mcp.types import CallToolResult, InputRequiredResult
 from pydantic import BaseModel, Field
 
 from imap_mcp.protocol import ApprovalRequest, Guard
+from imap_mcp.sealing import fingerprint
 
 from ..config import OutgoingFiles, SmtpSettings
 from ..errors import ArgumentError, OutgoingError
@@ -31,6 +33,7 @@ from ..imap.lookup import MessageSelection, current_ref, resolve_one
 from ..imap.message_ids import MessageRef, encode_id
 from ..imap.pool import Examined, ImapPool, InMailbox
 from ..imap.session import Session
+from ..local_time import DialogClock
 from ..outgoing.approval import forward_request, send_draft_request, send_request
 from ..outgoing.attachments import (
     MAX_ATTACHMENTS,
@@ -61,6 +64,8 @@ from ..outgoing.drafts import (
     read_draft,
 )
 from ..outgoing.forward import Forwarded, Mode, forward, read_inline, read_whole
+from ..outgoing.known import SendQuestion
+from ..outgoing.policy import SendPolicy
 from ..outgoing.reply import reply_draft
 from ..outgoing.send_once import Approved, Outgoing, Sender, SendResult, describe
 from ..outgoing.sent_mailbox import fetch_original
@@ -97,6 +102,15 @@ SaveToSent = Annotated[
 
 
 FORWARD_TOOL = "forward_message"
+#: what every sending tool's description says of the operator's policy and of repeating a call, path by path
+POLICY_AND_REPEATING = (
+    " The operator's send policy (get_server_info: sending) refuses recipients it does not allow before anyone is "
+    "asked, and may ask a second confirmation for a recipient never written to before. Repeating a call: in a "
+    "dialog each new call asks again and each yes sends one more copy (the dialog says when an identical message "
+    "went out in the last hour); a client's retry carrying an answer already acted on sends nothing more. Without a "
+    "dialog, the call repeated with the same confirm_token sends nothing more, while a new call without it gets a "
+    "new token that sends another copy."
+)
 
 
 async def files_of(
@@ -128,9 +142,26 @@ async def _mail_part(pool: ImapPool, source: MailPart) -> list[FileToSend]:
     )
 
 
+@dataclass(frozen=True)
+class Asking:
+    """What the operator set for sending: the send policy, and the zone the questions' times are written in."""
+
+    policy: SendPolicy = field(default_factory=SendPolicy)
+    clock: DialogClock = field(default_factory=DialogClock)
+
+
+@dataclass(frozen=True)
+class Sending:
+    """What every sending tool sends with: the account's pool and sender, the guard, and the operator's settings."""
+
+    pool: ImapPool
+    sender: Sender
+    guard: Guard
+    asking: Asking
+
+
 async def _send(
-    sender: Sender,
-    guard: Guard,
+    sending: Sending,
     ctx: Context,
     request: ApprovalRequest,
     outgoing: Outgoing,
@@ -140,9 +171,15 @@ async def _send(
     draft: MessageRef | None = None,
     forwarded: MessageRef | None = None,
 ) -> CallToolResult | InputRequiredResult:
-    """Check, ask, and send once: the common path of every sending tool."""
+    """Check (the operator's policy first), ask, and send once: the common path of every sending tool."""
+    sender, guard = sending.sender, sending.guard
+    recipients = tuple(a.addr_spec.lower() for a in outgoing.recipients.everyone)
+    sending.asking.policy.check(recipients)
     sent_box = await sender.before_asking(outgoing, save_to_sent)
     request = await bound_to_the_store(request, sender.store_url)
+    target = fingerprint(request.target)
+    question = SendQuestion(sending.pool, sender, sending.asking.policy, sending.asking.clock, recipients, target)
+    request = dataclasses.replace(request, details=question.details, second=question.second)
     decision = await guard.approve(ctx, request, confirm_token)
     channel = decision.channel
     if channel is None:
@@ -152,7 +189,7 @@ async def _send(
                 status="confirmation_required", message_id=None, recipients=count, confirm_token=token
             )
         )
-    approved = Approved(request.tool, decision.evidence(), channel.value)
+    approved = Approved(request.tool, decision.evidence(), channel.value, target)
     result = await sender.send(outgoing, sent_box, approved, original, draft, forwarded)
     return text_result(describe(request.summary, result), result)
 
@@ -241,8 +278,10 @@ def register(
     smtp: SmtpSettings | None,
     store_url: str,
     files: OutgoingFiles | None = None,
+    asking: Asking | None = None,
 ) -> None:
-    """Offer `save_draft`, and the sending tools when SMTP is configured (`SMTP_HOST`)."""
+    """Offer `save_draft`, and the sending tools when SMTP is configured (`SMTP_HOST`), under the operator's send
+    policy (`asking`)."""
     files = files or OutgoingFiles()
     username = pool.settings.username
     known = smtp.sender if smtp is not None else username if "@" in username else None
@@ -256,6 +295,7 @@ def register(
     if smtp is None:
         return
     sender = Sender(pool, smtp, store_url, files.max_message_bytes)
+    sending = Sending(pool, sender, guard, asking or Asking())
     from_address = parse_address(smtp.sender, "From")
 
     @offer(
@@ -266,8 +306,7 @@ def register(
             "Send a new plain-text email from the account, with attachments if given. A person is always asked to "
             "approve it first, in a dialog where the client can show one (recipients, subject, body length, each "
             "attachment's name and size); otherwise the first call returns a confirm_token and sends nothing. "
-            "Changing recipients, subject, body or any attachment asks again. Repeating an approved call sends "
-            "nothing more."
+            "Changing recipients, subject, body or any attachment asks again." + POLICY_AND_REPEATING
         ),
     )
     async def send_message(
@@ -294,7 +333,7 @@ def register(
             attachments=await files_of(pool, attachments, files),
         )
         request = send_request(SEND_TOOL, sender.account, draft)
-        return await _send(sender, guard, ctx, request, Outgoing.of(draft), save_to_sent, confirm_token)
+        return await _send(sending, ctx, request, Outgoing.of(draft), save_to_sent, confirm_token)
 
     @offer(
         mcp,
@@ -304,7 +343,7 @@ def register(
             "Reply to a message by its id: to its Reply-To (or From), and with reply_all also to its To and Cc, "
             "never to this account itself; subject 'Re: …' and threading headers are set, and the original is "
             "marked answered. The original is not quoted: write the whole reply in body. A person is always asked "
-            "to approve it first, as for send_message."
+            "to approve it first, as for send_message." + POLICY_AND_REPEATING
         ),
     )
     async def reply_to_message(
@@ -326,7 +365,7 @@ def register(
         draft = reply_draft(original, from_address, own_addresses, body, reply_all)
         draft = dataclasses.replace(draft, attachments=await files_of(pool, attachments, files))
         request = send_request(REPLY_TOOL, sender.account, draft, ref)
-        return await _send(sender, guard, ctx, request, Outgoing.of(draft), save_to_sent, confirm_token, original=ref)
+        return await _send(sending, ctx, request, Outgoing.of(draft), save_to_sent, confirm_token, original=ref)
 
     @offer(
         mcp,
@@ -337,8 +376,8 @@ def register(
             "true), as it is saved: its recipients, subject, text and attachments (attachments adds more). A person is "
             "always asked to approve it first, as for send_message; a draft edited since (a new id) is asked about "
             "again. Once sent "
-            "it leaves Drafts, a copy is filed in Sent, and the original of a reply (in INBOX) is marked answered. "
-            "Repeating an approved call sends nothing more."
+            "it leaves Drafts, a copy is filed in Sent, and the original of a reply (in INBOX) is marked answered."
+            + POLICY_AND_REPEATING
         ),
     )
     async def send_draft(
@@ -375,9 +414,7 @@ def register(
 
         outgoing = Outgoing(from_address, saved.recipients, build, tuple(f.payload for f in added))
         request = send_draft_request("send_draft", sender.account, saved, from_address.addr_spec, added)
-        return await _send(
-            sender, guard, ctx, request, outgoing, save_to_sent, confirm_token, original=original, draft=ref
-        )
+        return await _send(sending, ctx, request, outgoing, save_to_sent, confirm_token, original=original, draft=ref)
 
     @offer(
         mcp,
@@ -388,8 +425,7 @@ def register(
             "text quoted below the note (header lines first), its attachments kept; mode attachment: the whole "
             "original attached as it is (message/rfc822). Subject 'Fwd: …'. A person is always asked to approve it "
             "first, as for send_message, bound to exactly this original; once sent the original is marked "
-            "$Forwarded where the server keeps that keyword (the result says whether it did). Repeating an approved "
-            "call sends nothing more."
+            "$Forwarded where the server keeps that keyword (the result says whether it did)." + POLICY_AND_REPEATING
         ),
     )
     async def forward_message(
@@ -414,7 +450,7 @@ def register(
         forwarded = forward(from_address, recipients, note, original, mode)
         outgoing = Outgoing(from_address, recipients, forwarded.build, forwarded.payloads)
         request = forward_request(FORWARD_TOOL, sender.account, forwarded, len(note))
-        return await _send(sender, guard, ctx, request, outgoing, save_to_sent, confirm_token, forwarded=original.ref)
+        return await _send(sending, ctx, request, outgoing, save_to_sent, confirm_token, forwarded=original.ref)
 
 
 def _reader(mode: Mode, target: MessageSelection, limit: int) -> Callable[[Session, Examined], Forwarded]:

@@ -2,7 +2,8 @@
 change's two rounds, and that reading never selects a mailbox nor fetches a body without .PEEK (issue #27).
 
 Round 1 (the question) plans the change: EXAMINE the source, FETCH which UIDs exist (with their
-Message-IDs), and the destination's state (STATUS, or for a copy its EXAMINE and a SEARCH for those
+Message-IDs), one FETCH of what the dialog shows of them (`changes.facts`), and the destination's
+state (STATUS, or for a copy its EXAMINE and a SEARCH for those
 Message-IDs; a trash-delete takes the Trash role from the connection's last LIST). Round 2 (the
 approved answer) plans again, then SELECTs the source (a copy EXAMINEs it), runs the change and
 UNSELECTs (leaving the mailbox without expunging, so a server that defers writes makes them now).
@@ -33,6 +34,8 @@ from imap_mcp.server.imap.pool import ImapPool
 pytestmark = [pytest.mark.anyio, pytest.mark.dovecot_only(reason="the command counts are Dovecot's")]
 
 PLAN = ["EXAMINE", "UID FETCH"]
+#: round 1 also reads what the dialog shows of the messages: one FETCH (INTERNALDATE RFC822.SIZE FLAGS BODYSTRUCTURE)
+QUESTION = [*PLAN, "UID FETCH"]
 #: per change: its tool's arguments besides the ids, round 1's commands, round 2's commands
 #: the most IMAP commands the answer of an approved move, copy or delete may send on Dovecot
 ROUND_TWO_MOST = 6
@@ -40,25 +43,25 @@ ROUNDS: dict[str, tuple[str, dict[str, Any], list[str], list[str]]] = {
     "move": (
         "move_messages",
         {"destination": "Archive"},
-        [*PLAN, "STATUS"],
+        [*QUESTION, "STATUS"],
         [*PLAN, "STATUS", "SELECT", "UID MOVE", "UNSELECT"],
     ),
     "copy": (
         "move_messages",
         {"destination": "Archive", "mode": "copy"},
-        ["EXAMINE", "UID FETCH", "EXAMINE", "UID SEARCH"],
+        [*QUESTION, "EXAMINE", "UID SEARCH"],
         ["EXAMINE", "UID FETCH", "EXAMINE", "UID SEARCH", "EXAMINE", "UID COPY"],
     ),
     "trash": (
         "delete_messages",
         {},
-        [*PLAN, "STATUS"],  # the Trash role from the connection's last LIST, moments ago
+        [*QUESTION, "STATUS"],  # the Trash role from the connection's last LIST, moments ago
         [*PLAN, "STATUS", "SELECT", "UID MOVE", "UNSELECT"],
     ),
     "delete permanently": (
         "delete_messages",
         {"permanent": True},
-        PLAN,
+        QUESTION,
         [*PLAN, "SELECT", "UID STORE", "UID EXPUNGE", "UNSELECT"],
     ),
 }

@@ -10,6 +10,8 @@ COLUMN = 38
 
 #: the width of a step's name (`Step.column`'s default)
 STEP_COLUMN = 18
+#: how the names of the steps (not the tools' lines) start; `send policy` lines follow SMTP's steps
+STEP_PREFIXES = ("IMAP ", "SMTP ", "send policy")
 #: a secret no line may ever show (tests set it as a password)
 SECRET = "hunter2-secret-pw"
 #: the tool uses that need SMTP_HOST: not offered without it
@@ -63,7 +65,7 @@ class Output:
 def parsed(line: str) -> Line:
     """A line as `Step.line` writes it: the outcome, then the name and the detail in their columns."""
     outcome, rest = line[:8].strip(), line[10:]
-    width = STEP_COLUMN if rest.startswith(("IMAP ", "SMTP ", "tools ")) or rest == "tools" else COLUMN
+    width = STEP_COLUMN if rest.startswith((*STEP_PREFIXES, "tools ")) or rest == "tools" else COLUMN
     return Line(outcome, rest[:width].strip(), rest[width + 1 :])
 
 
@@ -76,6 +78,6 @@ def run_check(env: dict[str, str], *args: str) -> Output:
     lines = done.stdout.splitlines()
     assert lines and lines[-1].startswith("imap-mcp check: "), done.stdout + done.stderr
     read = [parsed(line) for line in lines[:-1]]
-    steps = [line for line in read if line.name.startswith(("IMAP ", "SMTP "))]
-    tools = [line for line in read if not line.name.startswith(("IMAP ", "SMTP "))]
+    steps = [line for line in read if line.name.startswith(STEP_PREFIXES)]
+    tools = [line for line in read if not line.name.startswith(STEP_PREFIXES)]
     return Output(done.returncode, steps, tools, lines[-1], done.stdout)

@@ -87,7 +87,7 @@ async def test_a_message_carries_the_exact_bytes_of_each_source(
     [question] = person.shown
     total = len(PHOTO) + len(REPORT) + len(NOTES)
     assert f"Attachments: 3, {total} bytes in all:" in question
-    assert f'- "photo.jpg" (image/jpeg, {len(PHOTO)} bytes)' in question
+    assert f'- "photo.jpg" (image/jpeg, {len(PHOTO)} bytes) SHA-256 {sha(PHOTO)[:12]}…' in question
     assert f'- "q3.pdf" (application/pdf, {len(REPORT)} bytes)' in question
     assert f'- "notes.txt" (text/plain, {len(NOTES)} bytes)' in question
 
@@ -261,8 +261,6 @@ async def test_the_question_warns_of_a_file_that_runs_when_opened(
     async with served(load_settings(env), mode="2026-07-28", elicitation_callback=person) as client:
         structured(await client.call_tool("send_message", {**MESSAGE, "attachments": files}))
     [question] = person.shown
-    assert (
-        '"invoice.pdf.exe" (application/octet-stream, 72 bytes); it may run when opened: rule name-ending: its name'
-        in question
-    )
+    assert '"invoice.pdf.exe" (application/octet-stream, 72 bytes) SHA-256 ' in question
+    assert "…; it may run when opened: rule name-ending: its name" in question
     assert "notes.txt" in question and question.count("may run when opened") == 1
