@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from .connection import append
 from .fetch import fetch
+from .permanent_flags import holds
 from .selection import deselect, note_selected
 from .session import Session
 
@@ -34,7 +35,8 @@ class Appended:
     flags: frozenset[bytes]
 
     def kept(self, flag: bytes) -> bool:
-        return flag in self.flags
+        """Whether the message has `flag` now (compared as IMAP compares flags: a server may answer it lowercased)."""
+        return holds(self.flags, flag)
 
 
 def read_flags(client: Session, uids: Iterable[int]) -> dict[int, frozenset[bytes]]:
@@ -65,7 +67,7 @@ def append_and_read_back(
     if uid is None:
         return Appended(mailbox, uidvalidity, None, frozenset())
     kept = read_flags(client, [uid]).get(uid, frozenset())
-    missing = [flag for flag in flags if flag not in kept]
+    missing = [flag for flag in flags if not holds(kept, flag)]
     if missing:
         client.add_flags([uid], missing, silent=True)
         kept = read_flags(client, [uid]).get(uid, frozenset())
