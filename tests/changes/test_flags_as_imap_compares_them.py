@@ -60,7 +60,7 @@ class Rewriting(LineProxy):
         return [Lines(client, server, _unchanged).pump, Lines(server, client, self.rewrite).pump]
 
 
-def through(settings: Settings, proxy: Rewriting) -> Settings:
+def through(settings: Settings, proxy: LineProxy) -> Settings:
     return dataclasses.replace(settings, imap=dataclasses.replace(settings.imap, port=proxy.port, tls="none"))
 
 
