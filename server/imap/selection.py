@@ -64,6 +64,12 @@ def deselect(client: IMAPClient) -> bool:
     return close_examined(client)
 
 
+def opened_read_only(client: IMAPClient) -> None:
+    """Record that the SELECT just answered READ-ONLY: imaplib raises `readonly` then, and at every later command
+    until told the mailbox is read-only, so the connection is marked as holding it read-only (as the server does)."""
+    client._imap.is_readonly = True
+
+
 def leave(client: IMAPClient, mailbox: str) -> None:
     """Make sure `mailbox` is not selected on `client` before it is renamed or deleted (see the module)."""
     if deselect(client):
