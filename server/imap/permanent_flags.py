@@ -18,6 +18,8 @@ from collections.abc import Iterable
 
 #: in PERMANENTFLAGS: new keywords can be created and are kept
 ANY_NEW_KEYWORD = b"\\*"
+#: the system flags set_message_flags sets and clears (`\\Deleted` is delete_messages' own)
+SETTABLE_SYSTEM_FLAGS = ("\\Seen", "\\Flagged", "\\Answered")
 
 
 def _lowered(flag: bytes | str) -> bytes:

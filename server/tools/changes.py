@@ -33,6 +33,7 @@ from ..changes.questions import message_change_request, shown_uids
 from ..errors import ArgumentError
 from ..imap.lookup import MessageSelection
 from ..imap.message_ids import MessageRef, encode_id
+from ..imap.permanent_flags import SETTABLE_SYSTEM_FLAGS
 from ..imap.pool import ImapPool
 from ..imap.session import Session
 from .arguments import (
@@ -104,7 +105,7 @@ class MessageChange(BaseModel):
     confirm_token: str | None = Field(default=None, description="Pass this back to run the change (token path).")
 
 
-SYSTEM_FLAGS = {"\\seen": "\\Seen", "\\flagged": "\\Flagged", "\\answered": "\\Answered"}
+SYSTEM_FLAGS = {flag.lower(): flag for flag in SETTABLE_SYSTEM_FLAGS}
 #: the keywords imap-mcp sets for itself (`$ImapMcpListed`: list_new_messages' last look); no tool sets or clears one
 OWN_KEYWORD_PREFIX = "$imapmcp"
 #: an IMAP keyword: an atom without specials (RFC 3501), at most 64 characters

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from imap_mcp.protocol.errors import ApprovalRefused, ImapMcpError
 
-from ..imap.permanent_flags import keeps, keeps_new_keywords
+from ..imap.permanent_flags import SETTABLE_SYSTEM_FLAGS, keeps, keeps_new_keywords
 
 if TYPE_CHECKING:  # the SDK is imported where tools are registered, not with the table (the CLI reads it)
     from mcp.server.mcpserver import MCPServer
@@ -395,7 +395,7 @@ TOOLS: tuple[ToolSpec, ...] = (
                 Need(
                     KeptFlag(flag), "degrades", f"{flag} is refused (nothing is changed); the other flags work", "flags"
                 )
-                for flag in ("\\Seen", "\\Flagged", "\\Answered")
+                for flag in SETTABLE_SYSTEM_FLAGS
             ),
             Need(
                 KeptKeyword(),

@@ -21,6 +21,7 @@ from smtp_capture import CaptureSMTP
 
 from imap_mcp.server.check import run_check
 from imap_mcp.server.config import Settings, load_settings
+from imap_mcp.server.imap.permanent_flags import holds, keeps, keeps_new_keywords
 
 pytestmark = pytest.mark.anyio
 
@@ -77,6 +78,14 @@ def flags_of(account: Account, message_id: str) -> set[bytes]:
         return set(client.fetch([uid], ["FLAGS"])[uid][b"FLAGS"])
     finally:
         client.logout()
+
+
+def test_permanent_flags_are_read_as_rfc_9051_says() -> None:
+    assert keeps([b"\\*"], "$Label1") and not keeps([b"\\*"], "\\Flagged")
+    assert keeps([b"\\flagged"], "\\Flagged") and keeps([b"$label1"], "$Label1") and not keeps([b"\\Seen"], "$x")
+    assert keeps(None, "\\Seen") and keeps(None, "$x") and keeps_new_keywords(None)
+    assert not keeps_new_keywords([b"\\Seen", b"$Label1"]) and keeps_new_keywords([b"\\*"])
+    assert holds([b"$forwarded", b"\\Seen"], "$Forwarded") and not holds([b"$Forwarded"], "$Forward")
 
 
 async def test_a_keyword_kept_in_lower_case_is_reported_kept(account: Account, smtp: CaptureSMTP) -> None:
