@@ -328,11 +328,17 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 def run_check_command(settings: Settings, write_test: bool = False) -> None:
-    from .check import ready, run_check
+    from .check import degraded, ready, run_check
 
     steps = run_check(settings, write_test)
     for step in steps:
         print(step.line, flush=True)
+    if ready(steps) and (failing := degraded(steps)):
+        print(
+            f"imap-mcp check: degraded — imap-mcp can serve this mailbox, but the write test found that these fail "
+            f"here though the server announced what they need: {', '.join(failing)} (their lines above say why)."
+        )
+        return
     if ready(steps):
         print("imap-mcp check: ready — imap-mcp can serve this mailbox.")
         return

@@ -24,12 +24,15 @@ piece back some 40 ms.
 It can also spoil an answer: `spoil(n, "BAD")` makes the server's completion of the n-th command logged
 from then on read `BAD` (or `NO`, with control characters in its text), or cuts the connection there
 (`"cut"`), as a server outside the matrix might answer. The server did run the command; the client is
-told otherwise. The answer's lines are then read whole (literals passed through unread).
+told otherwise. `spoil(n, "empty")` leaves the completion alone and empties the command's SEARCH answer
+(`* SEARCH` with no number, an ESEARCH with no ALL), as a server that loses mail meanwhile, or answers
+wrongly, does. The answer's lines are then read whole (literals passed through unread).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
 import socket
 from dataclasses import dataclass
@@ -37,9 +40,11 @@ from typing import Literal
 
 from line_proxy import LITERAL, LineProxy, Lines, Pump, acknowledge_at_once
 
-Spoil = Literal["BAD", "NO", "cut"]
+Spoil = Literal["BAD", "NO", "cut", "empty"]
 #: what a spoiled completion says after its tag (control characters included: they must not reach a caller raw)
 SPOILED = {"BAD": b"BAD [CLIENTBUG] \x1b[2Jnot expected\x07", "NO": b"NO [UNAVAILABLE] \x00not expected\x1b"}
+#: a SEARCH answer (`* SEARCH 1 2`) and an ESEARCH one (`* ESEARCH (TAG "A1") UID ALL 1:2`), up to what is emptied
+_SEARCH_ANSWER = re.compile(rb"^(\* SEARCH)\b.*$|^(\* ESEARCH(?: \(TAG \"[^\"]*\"\))?(?: UID)?)\b.*$", re.IGNORECASE)
 
 _QUOTED = re.compile(rb'"(?:[^"\\]|\\.)*"')
 #: a tag, then a command word; a line of another shape (an AUTHENTICATE response, IDLE's DONE) is no command
@@ -124,8 +129,11 @@ class CommandLog(LineProxy):
     def __init__(self, upstream_port: int, upstream_host: str = "127.0.0.1") -> None:
         super().__init__(upstream_port, upstream_host)
         self._commands: list[Command] = []
-        self._spoil: tuple[int, Spoil] | None = None  #: (commands still to log before the one spoiled, how)
+        #: (commands still to log before the one spoiled, how, the name they must have: None for any)
+        self._spoil: tuple[int, Spoil, str | None] | None = None
         self._spoiled_tags: dict[bytes, Spoil] = {}
+        #: per connection, the tag of the command whose SEARCH answer is emptied ("empty")
+        self._emptied: dict[int, bytes] = {}
         self.spoiled: list[Command] = []  #: the commands whose answers were spoiled
 
     def take(self) -> list[Command]:
@@ -134,10 +142,11 @@ class CommandLog(LineProxy):
             taken, self._commands = self._commands, []
         return taken
 
-    def spoil(self, nth: int, how: Spoil) -> None:
-        """Spoil the answer to the `nth` command (from 0) logged from now on, once."""
+    def spoil(self, nth: int, how: Spoil, named: str | None = None) -> None:
+        """Spoil the answer to the `nth` command (from 0) logged from now on, once; with `named`, the `nth` of the
+        commands of that name (`UID SEARCH`)."""
         with self._lock:
-            self._spoil = (nth, how)
+            self._spoil = (nth, how, named)
 
     def _add(self, command: Command | None) -> None:
         if command is None:
@@ -146,19 +155,31 @@ class CommandLog(LineProxy):
             self._commands.append(command)
             if self._spoil is None:
                 return
-            left, how = self._spoil
+            left, how, named = self._spoil
+            if named is not None and command.name != named:
+                return
             if left:
-                self._spoil = (left - 1, how)
+                self._spoil = (left - 1, how, named)
             else:
                 self._spoil = None
-                self._spoiled_tags[command.tag.encode("ascii", "replace")] = how
+                tag = command.tag.encode("ascii", "replace")
+                if how == "empty":
+                    self._emptied[command.connection] = tag
+                else:
+                    self._spoiled_tags[tag] = how
                 self.spoiled.append(command)
 
-    def _answer(self, line: bytes) -> bytes | None:
-        """A server line as the client gets it: a completion `spoil` chose rewritten, or the connection cut."""
+    def _answer(self, connection: int, line: bytes) -> bytes | None:
+        """A server line as the client gets it on `connection`: a completion `spoil` chose rewritten, or the
+        connection cut; a SEARCH answer emptied."""
         tag = line.split(b" ", 1)[0]
         with self._lock:
             how = self._spoiled_tags.pop(tag, None)
+            emptied = self._emptied.get(connection)
+            if emptied == tag:
+                del self._emptied[connection]
+        if emptied is not None and (search := _SEARCH_ANSWER.match(line.rstrip(b"\r\n"))):
+            return (search.group(1) or search.group(2)) + b"\r\n"
         if how is None:
             return line
         return None if how == "cut" else tag + b" " + SPOILED[how] + b"\r\n"
@@ -168,4 +189,5 @@ class CommandLog(LineProxy):
         return self
 
     def pumps(self, number: int, client: socket.socket, server: socket.socket) -> list[Pump]:
-        return [_ClientLines(self, number, client, server).pump, Lines(server, client, self._answer).pump]
+        answer = functools.partial(self._answer, number)
+        return [_ClientLines(self, number, client, server).pump, Lines(server, client, answer).pump]

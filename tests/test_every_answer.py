@@ -3,7 +3,8 @@
 For each tool on each matrix server a recording run logs the IMAP commands the call sends (through
 `command_log.CommandLog`, in plain text in front of the server); then, for each of those commands,
 the same call runs again while the proxy spoils that command's completion: a `BAD` or a `NO` with
-control characters in its text, or a connection cut right there. The server did run the command;
+control characters in its text, or a connection cut right there; and each SEARCH's answer emptied (no UID at
+all), which a helper lookup (`imap.helper_lookups`) must take as finding nothing. The server did run the command;
 imap-mcp is told otherwise.
 
 Whatever happens then — a refusal, a retry on a fresh connection that succeeds, an answer that
@@ -124,6 +125,8 @@ async def test_an_unexpected_answer_to_any_command_of_any_tool_is_answered_in_ou
             ]
             if tool == "search_messages":
                 spoiled += [(position, "NO") for position in range(len(commands))]
+            # every SEARCH answered with no UID at all (a helper lookup's, such as Sent's for the look-alike judge)
+            spoiled += [(position, "empty") for position, sent in enumerate(commands) if sent.name.endswith("SEARCH")]
             for run, (position, how) in enumerate(spoiled, start=1):
                 given = arguments(account, run)  # before spoiling: its own set-up goes straight to the server
                 log.take()

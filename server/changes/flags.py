@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from ..imap.existence import existing_uids
 from ..imap.kept_flags import read_flags
 from ..imap.lookup import MessageSelection
+from ..imap.permanent_flags import holds
 from ..imap.session import Session
 from ..imap.uid_sets import compress
 from .messages import ChangeRefused, left_out, select_source
@@ -51,9 +52,9 @@ def set_flags(client: Session, messages: MessageSelection, add: list[str], remov
         client.add_flags(uid_set, add, silent=True)
     if remove:
         client.remove_flags(uid_set, remove, silent=True)
-    now = read_flags(client, present)
-    lowered = [{flag.lower() for flag in now.get(uid, frozenset())} for uid in present]
-    added = tuple(f for f in add if all(f.encode().lower() in flags for flags in lowered))
-    removed = tuple(f for f in remove if not any(f.encode().lower() in flags for flags in lowered))
+    read = read_flags(client, present)
+    now = [read.get(uid, frozenset()) for uid in present]
+    added = tuple(f for f in add if all(holds(flags, f) for flags in now))
+    removed = tuple(f for f in remove if not any(holds(flags, f) for flags in now))
     not_kept = tuple(f for f in (*add, *remove) if f not in added and f not in removed)
     return FlagReport(selected.uidvalidity, present, missing, added, removed, not_kept)

@@ -46,6 +46,7 @@ from ..imap.fetch import add_flags_reporting, take_response_codes
 from ..imap.lookup import MessageSelection, check_selection
 from ..imap.mailboxes import mailbox_with_role, missing_role_advice
 from ..imap.message_ids import StaleMessageId, canonical_name
+from ..imap.permanent_flags import keeps
 from ..imap.pool import NoSuchMailbox
 from ..imap.session import Session
 from ..imap.uid_sets import compress, expand
@@ -169,11 +170,8 @@ class Selected:
     permanent_flags: frozenset[bytes] | None
 
     def keeps(self, flag: bytes) -> bool:
-        """Whether the mailbox says it keeps `flag` (a keyword: by name, or any with `\\*`); case-insensitive."""
-        if self.permanent_flags is None:
-            return True
-        known = {f.lower() for f in self.permanent_flags}
-        return flag.lower() in known or (not flag.startswith(b"\\") and b"\\*" in known)
+        """Whether the mailbox says it keeps `flag` (`imap.permanent_flags.keeps`: the reading check shares)."""
+        return keeps(self.permanent_flags, flag)
 
 
 def select_source(client: Session, messages: MessageSelection) -> Selected:

@@ -17,7 +17,7 @@ from .steps import Step
 from .write_test import STEPS as WRITE_STEPS
 from .write_test import Proof, write_test
 
-__all__ = ["Step", "ready", "run_check", "summary"]
+__all__ = ["Step", "degraded", "ready", "run_check", "summary"]
 
 
 def run_check(settings: Settings, write_test_too: bool = False) -> list[Step]:
@@ -43,6 +43,12 @@ def run_check(settings: Settings, write_test_too: bool = False) -> list[Step]:
 def ready(steps: list[Step]) -> bool:
     """True when no step failed: the server can do its job (warnings say what it will do without)."""
     return all(step.outcome != "fail" for step in steps)
+
+
+def degraded(steps: list[Step]) -> list[str]:
+    """The tool uses the write test proved to fail on this server though it announced what they need (a MOVE
+    answered NO, a Trash that opens read-only): the verdict is then "degraded", never "ready"."""
+    return [step.name for step in steps if step.outcome == "fails"]
 
 
 def summary(settings: Settings, steps: list[Step]) -> str:

@@ -20,6 +20,7 @@ from ..imap.connection import close, log_in
 from ..imap.failures import LIBRARY_ERRORS, explain
 from ..imap.kept_flags import said_kept
 from ..imap.mailboxes import Role, list_mailboxes, missing_role_advice
+from ..imap.permanent_flags import SETTABLE_SYSTEM_FLAGS, keeps
 from ..imap.promptly import exchange_promptly
 from ..oauth.errors import OAuthError
 from ..tools.registry import TOOLS, Capability, KeptKeyword, RoleMailbox, ServerFacts
@@ -176,10 +177,16 @@ def mailboxes_step(client: IMAPClient, found: dict[Role, str]) -> Step:
 
 
 def keywords_step(read_only: bool, kept: frozenset[bytes] | None) -> Step:
+    """What INBOX keeps, read by `imap.permanent_flags.keeps` as the tools read it: new keywords, and which of
+    the system flags set_message_flags sets are not kept (not listed in PERMANENTFLAGS, `\\*` or not)."""
     if read_only:
         return Step("IMAP keywords", "warn", "INBOX is read-only for this login: it keeps no flag set here")
-    if KeptKeyword().met(ServerFacts(frozenset(), frozenset(), kept)):
+    new_keywords = KeptKeyword().met(ServerFacts(frozenset(), frozenset(), kept))
+    not_kept = [flag for flag in SETTABLE_SYSTEM_FLAGS if not keeps(kept, flag)]
+    if new_keywords and not not_kept:
         said = "PERMANENTFLAGS not given: every flag, RFC 3501" if kept is None else "PERMANENTFLAGS has \\*"
         return Step("IMAP keywords", "ok", f"INBOX keeps new keywords ({said})")
-    shown = " ".join(sorted(flag.decode("ascii", "replace") for flag in kept or ()))
-    return Step("IMAP keywords", "warn", f"INBOX keeps no new keyword (PERMANENTFLAGS: {shown or 'none'})")
+    shown = " ".join(sorted(flag.decode("ascii", "replace") for flag in kept or ())) or "none"
+    keywords = "new keywords" if new_keywords else "no new keyword"
+    flags = f"; not {', '.join(not_kept)}" if not_kept else ""
+    return Step("IMAP keywords", "warn", f"INBOX keeps {keywords}{flags} (PERMANENTFLAGS: {shown})")

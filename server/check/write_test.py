@@ -11,6 +11,11 @@ list_new_messages twice, COPY to the other mailbox, MOVE back (or COPY + UID EXP
 MOVE), and a permanent delete (UID EXPUNGE). A step imap-mcp refuses on this server is "refused"
 as the tool would refuse it, and not sent.
 
+Then the account's own Trash, Sent and Drafts are opened read-write (SELECT, left at once without an
+expunge; nothing is written to them): a mailbox the tools write to that opens read-only makes the uses
+writing there fail, whatever the scratch mailboxes showed. Last, the scratch mailboxes are deleted and
+the mailbox list read again: one still there is named, with how to remove it.
+
 Each step is a line; what it proves (`Proof`) goes to the tool lines that rely on it.
 """
 
@@ -30,10 +35,10 @@ from ..config import ImapSettings
 from ..errors import MailboxError
 from ..imap.connection import close, connect
 from ..imap.failures import LIBRARY_ERRORS, explain
-from ..imap.kept_flags import append_and_read_back
+from ..imap.kept_flags import append_and_read_back, said_kept
 from ..imap.lookup import MessageSelection
-from ..imap.mailboxes import delete_mailbox, personal_name
-from ..imap.selection import deselect
+from ..imap.mailboxes import Role, delete_mailbox, list_mailboxes, mailbox_with_role, personal_name
+from ..imap.selection import leave
 from ..imap.session import Session
 from ..outgoing.drafts import DRAFT_FLAGS
 from ..reading.new_messages import LISTED, KeywordsNotKept, list_new
@@ -49,6 +54,7 @@ STEPS = (
     "IMAP COPY",
     "IMAP MOVE",
     "IMAP UID EXPUNGE",
+    "IMAP roles opened",
     "IMAP clean-up",
 )
 #: the keywords of the scratch message: one given to APPEND, one set by STORE
@@ -61,6 +67,17 @@ PROVES = {
     "IMAP COPY": ("move_messages (mode: copy)",),
     "IMAP MOVE": ("move_messages (mode: move)", "delete_messages (permanent: false)"),
     "IMAP UID EXPUNGE": ("delete_messages (permanent: true)",),
+}
+#: the tool uses that write to the mailbox of each role: they fail where it opens read-only
+WRITES_TO: dict[Role, tuple[str, ...]] = {
+    "trash": ("delete_messages (permanent: false)",),
+    "sent": (
+        "send_message (save_to_sent: true)",
+        "reply_to_message (save_to_sent: true)",
+        "send_draft (save_to_sent: true)",
+        "forward_message (save_to_sent: true)",
+    ),
+    "drafts": ("save_draft",),
 }
 
 
@@ -276,20 +293,63 @@ def _expunge(scratch: Scratch) -> Step:
     return Step("IMAP UID EXPUNGE", "ok", f"deleted UID {oldest} for good, and only it")
 
 
-STEP_FUNCTIONS: tuple[Callable[[Scratch], Step], ...] = (_create, _append, _store, _last_look, _copy, _move, _expunge)
+def _role_mailboxes(scratch: Scratch) -> Step:
+    """Open the account's Trash, Sent and Drafts read-write, as the tools that write there do; nothing is written.
+    One that opens read-only fails the uses that write to it (`WRITES_TO`), whatever the scratch steps proved."""
+    opened: list[str] = []
+    read_only: list[str] = []
+    for role, uses in WRITES_TO.items():
+        mailbox = mailbox_with_role(scratch.client, role)
+        if mailbox is None:
+            continue  # the tool lines already say what its absence does
+        if said_kept(scratch.client, mailbox)[0]:
+            said = f"the {role.title()} mailbox {mailbox!r} opens read-only for this login (SELECT said READ-ONLY)"
+            scratch.prove("IMAP roles opened", Proof("failed", f"{said}: nothing can be put there"), uses)
+            read_only.append(said)
+        else:
+            opened.append(f"{role.title()} {mailbox!r}")
+    if read_only:
+        return Step("IMAP roles opened", "warn", "; ".join(read_only) + ". Ask the server's administrator why.")
+    if not opened:
+        return Step("IMAP roles opened", "ok", "no Trash, Sent or Drafts to open")
+    return Step("IMAP roles opened", "ok", f"opened read-write: {', '.join(opened)}; nothing written")
+
+
+STEP_FUNCTIONS: tuple[Callable[[Scratch], Step], ...] = (
+    _create,
+    _append,
+    _store,
+    _last_look,
+    _copy,
+    _move,
+    _expunge,
+    _role_mailboxes,
+)
 
 
 def _clean_up(scratch: Scratch, settings: ImapSettings) -> Step:
-    """Delete the scratch mailboxes (whatever happened before); a warning naming any that stays."""
-    stays: list[str] = []
+    """Delete the scratch mailboxes (whatever happened before), then read the mailbox list again: a warning
+    naming each that is still there, with how to remove it."""
+    refused: dict[str, str] = {}
     for mailbox in scratch.created:
         try:
-            deselect(scratch.client)
+            leave(scratch.client, mailbox)
             delete_mailbox(scratch.client, mailbox)
         except LIBRARY_ERRORS as exc:
-            stays.append(f"{mailbox!r} ({explain(exc, settings, f'deleting {mailbox!r}')})")
-    if stays:
-        return Step("IMAP clean-up", "warn", f"could not remove {', '.join(stays)}: remove it with a mail client")
+            refused[mailbox] = str(explain(exc, settings, f"deleting {mailbox!r}"))
     if not scratch.created:
         return Step("IMAP clean-up", "ok", "nothing to remove")
-    return Step("IMAP clean-up", "ok", f"removed {' and '.join(repr(m) for m in scratch.created)}")
+    try:
+        listed = {found.name for found in list_mailboxes(scratch.client)}
+    except LIBRARY_ERRORS as exc:
+        said = explain(exc, settings, "reading the mailbox list again")
+        names = " and ".join(repr(m) for m in scratch.created)
+        return Step("IMAP clean-up", "warn", f"could not tell whether {names} are gone ({said}); {_REMOVE}")
+    stays = [f"{m!r}" + (f" ({refused[m]})" if m in refused else "") for m in scratch.created if m in listed]
+    if stays:
+        return Step("IMAP clean-up", "warn", f"still there: {', '.join(stays)}; {_REMOVE}")
+    return Step("IMAP clean-up", "ok", f"removed {' and '.join(repr(m) for m in scratch.created)} (listed no more)")
+
+
+#: how to remove a scratch mailbox the clean-up left
+_REMOVE = "remove it with a mail client, or with manage_mailbox (action delete); it holds only the check's own message"

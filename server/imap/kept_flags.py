@@ -9,13 +9,15 @@ reports as set is what a FETCH FLAGS finds afterwards. What a mailbox says it ke
 from __future__ import annotations
 
 import datetime as dt
+import imaplib
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from .connection import append
 from .fetch import fetch
-from .selection import deselect, note_selected
+from .permanent_flags import holds
+from .selection import deselect, note_selected, opened_read_only
 from .session import Session
 
 #: a session flag the server sets by itself; never reported as kept or missing
@@ -34,7 +36,8 @@ class Appended:
     flags: frozenset[bytes]
 
     def kept(self, flag: bytes) -> bool:
-        return flag in self.flags
+        """Whether the message has `flag` now (compared as IMAP compares flags: a server may answer it lowercased)."""
+        return holds(self.flags, flag)
 
 
 def read_flags(client: Session, uids: Iterable[int]) -> dict[int, frozenset[bytes]]:
@@ -65,7 +68,7 @@ def append_and_read_back(
     if uid is None:
         return Appended(mailbox, uidvalidity, None, frozenset())
     kept = read_flags(client, [uid]).get(uid, frozenset())
-    missing = [flag for flag in flags if flag not in kept]
+    missing = [flag for flag in flags if not holds(kept, flag)]
     if missing:
         client.add_flags([uid], missing, silent=True)
         kept = read_flags(client, [uid]).get(uid, frozenset())
@@ -85,7 +88,12 @@ def said_kept(client: Session, mailbox: str) -> tuple[bool, frozenset[bytes] | N
     """Whether `mailbox` is read-only for this login, and the flags it says it keeps (PERMANENTFLAGS of a
     read-write SELECT; None when it does not say, which RFC 3501 reads as every flag). It is left at once,
     without expunging anything."""
-    answer = client.select_folder(mailbox)
+    try:
+        answer = client.select_folder(mailbox)
+    except imaplib.IMAP4.readonly:  # answered READ-ONLY (imaplib raises it on a read-write SELECT)
+        opened_read_only(client)
+        deselect(client)
+        return True, frozenset()
     note_selected(client, mailbox)
     try:
         permanent = answer.get(b"PERMANENTFLAGS")

@@ -8,12 +8,18 @@ an approval does not cover mail that arrived or left afterwards, nor a re-create
 A mailbox with child mailboxes is not deleted: IMAP (RFC 3501, DELETE) would remove its messages
 but keep its name as a parent of the children, so "delete" would only be half done. The request
 is refused before anyone is asked, naming the children to delete first.
+
+The mailbox is never selected when RENAME or DELETE is sent (`selection.leave`). An answer to CREATE,
+RENAME or DELETE can still be lost or spoiled (a BYE, a NO after the fact, a dropped connection): the
+change may have run. The caller is told just before the command goes out (`sending`), and then reads
+back what is true now (`now_true`, a LIST) instead of guessing from the answer.
 """
 
 from __future__ import annotations
 
 import imaplib
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -29,10 +35,13 @@ from ..imap.mailboxes import (
     list_mailboxes,
 )
 from ..imap.pool import NoSuchMailbox
+from ..imap.selection import leave
 from ..imap.session import Session
 from ..imap.uidvalidity import settle
 
 FolderOperation = Literal["delete_mailbox", "rename_mailbox"]
+#: every change of a mailbox itself, as the change log names it
+MailboxOperation = FolderOperation | Literal["create_mailbox"]
 _STATUS = [b"UIDVALIDITY", b"UIDNEXT", b"MESSAGES"]
 
 
@@ -143,8 +152,9 @@ def plan_folder_change(
     )
 
 
-def execute_folder_change(client: Session, target: PlannedFolderChange) -> None:
-    """Delete or rename exactly the approved mailbox; `TargetChanged` if it is not as it was."""
+def execute_folder_change(client: Session, target: PlannedFolderChange, sending: Callable[[], None]) -> None:
+    """Delete or rename exactly the approved mailbox; `TargetChanged` if it is not as it was. `sending` is called
+    just before the command goes out: from then on, a failure may hide a change that ran."""
     try:
         now = plan_folder_change(client, target.account, target.operation, target.mailbox, target.new_name)
     except (NoSuchMailbox, ChangeRefused) as exc:
@@ -154,11 +164,25 @@ def execute_folder_change(client: Session, target: PlannedFolderChange) -> None:
             f"The mailbox {target.mailbox!r} changed since the change was approved (new mail, or it was re-created). "
             "Nothing was changed; call the tool again to be asked anew."
         )
+    leave(client, target.mailbox)
+    sending()
     if target.operation == "delete_mailbox":
         delete_mailbox(client, target.mailbox)
     else:
         assert target.new_name is not None, "a rename is planned with its new name"
         client.rename_folder(target.mailbox, target.new_name)
+
+
+def now_true(client: Session, operation: MailboxOperation, mailbox: str, new_name: str | None) -> bool | None:
+    """Whether the change is what the server shows now (LIST): True when it is done, False when nothing of it
+    happened, None when the server shows neither (a rename whose two names both exist, or neither)."""
+    names = {found.name for found in list_mailboxes(client)}
+    if operation == "create_mailbox":
+        return mailbox in names
+    if operation == "delete_mailbox":
+        return mailbox not in names
+    old, new = mailbox in names, new_name in names
+    return None if old == new else new
 
 
 def _refuse_outside_namespaces(client: Session, name: str) -> None:
@@ -168,11 +192,13 @@ def _refuse_outside_namespaces(client: Session, name: str) -> None:
         raise ChangeRefused(str(exc)) from None
 
 
-def create_folder(client: Session, name: str) -> None:
+def create_folder(client: Session, name: str, sending: Callable[[], None]) -> None:
+    """CREATE `name`; `sending` is called just before the command goes out (see the module)."""
     refuse_unsafe_characters(name)
     _refuse_outside_namespaces(client, name)
     if _listed(client, name) is not None:
         raise ChangeRefused(f"A mailbox named {name!r} already exists; nothing was changed.")
+    sending()
     try:
         client.create_folder(name)
     except imaplib.IMAP4.abort:

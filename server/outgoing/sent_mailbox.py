@@ -16,6 +16,7 @@ from ..errors import MailboxError
 from ..imap.kept_flags import Appended, append_and_read_back, read_flags
 from ..imap.mailboxes import mailbox_with_role, missing_role_advice
 from ..imap.message_ids import MessageRef, check_uidvalidity
+from ..imap.permanent_flags import holds
 from ..imap.session import Session
 from ..reading.reader import MessageGone
 from .reply import HEADER_FIELDS, Original, parse_original
@@ -69,4 +70,4 @@ def mark_original(client: Session, ref: MessageRef, flag: bytes) -> bool:
     back (False if the message is gone, or the server keeps no such keyword)."""
     select_message_mailbox(client, ref, readonly=False)
     client.add_flags([ref.uid], [flag], silent=True)
-    return flag in read_flags(client, [ref.uid]).get(ref.uid, frozenset())
+    return holds(read_flags(client, [ref.uid]).get(ref.uid, frozenset()), flag)

@@ -157,6 +157,11 @@ class Fenced(BaseModel):
         default_factory=FenceLines.fresh,
         description="The lines around every sender-written text in this result's text content.",
     )
+    notes: list[str] = Field(
+        default_factory=list,
+        description="What a helper lookup of this result could not find out, and why (the fields it would have "
+        "filled are left out; the rest of the result is whole). Empty as a rule.",
+    )
 
 
 def _marker(annotation: Any) -> SenderWritten | None:

@@ -40,6 +40,7 @@ from ..errors import MailboxError
 from ..imap.answers import server_text
 from ..imap.fetch import add_flags_unless_changed
 from ..imap.mailbox_state import mailbox_state
+from ..imap.permanent_flags import keeps
 from ..imap.pool import Examined, NoSuchMailbox
 from ..imap.session import Session
 from ..imap.uid_sets import compress
@@ -90,11 +91,7 @@ def keeps_keyword(selected: dict[bytes, Any]) -> bool:
     """Whether a SELECT answer lets this session keep `LISTED` (absent PERMANENTFLAGS: all flags, RFC 3501)."""
     if b"READ-ONLY" in selected:
         return False
-    permanent = selected.get(b"PERMANENTFLAGS")
-    if permanent is None:
-        return True
-    kept = {flag.lower() for flag in permanent}
-    return b"\\*" in kept or LISTED.lower() in kept
+    return keeps(selected.get(b"PERMANENTFLAGS"), LISTED)
 
 
 def select_for_marking(client: Session, mailbox: str) -> Examined:

@@ -40,6 +40,7 @@ from pydantic import BaseModel, Field
 from ..errors import MailboxError
 from ..imap.by_message_id import CHUNK_BYTES, CHUNK_IDS, any_message_id, chunks
 from ..imap.fetch import esearch_all, fetch, raw_untagged
+from ..imap.helper_lookups import look_up
 from ..imap.long_lines import MAX_LINE
 from ..imap.mailboxes import Role, mailbox_with_role
 from ..imap.message_ids import MessageRef, check_uidvalidity
@@ -54,6 +55,8 @@ from .thread_links import LINK_ITEM, Links, conversation, ids_of, links_of
 
 #: the role mailboxes a conversation is looked for in, after the message's own (see the module's doc)
 ROLES: tuple[Role, ...] = ("inbox", "sent", "archive", "all", "drafts")
+#: what the lookup of those mailboxes is called when it fails (the thread is then looked for in its own mailbox)
+ROLE_MAILBOXES = "The mailboxes besides its own to look in (INBOX, Sent, Archive, All Mail, Drafts)"
 DEFAULT_MAX_MESSAGES = 50
 MAX_MAX_MESSAGES = 200
 #: the most distinct Message-IDs searched for in one call (each in every mailbox)
@@ -298,8 +301,10 @@ def look_in_start_mailbox(client: Session, examined: Examined, gathered: Gathere
             raise MessageGone(
                 f"No message with UID {ref.uid} in mailbox {ref.mailbox!r}: it was deleted or moved. Search again."
             )
-        roles = (mailbox_with_role(client, role) for role in ROLES)
-        gathered.mailboxes = list(dict.fromkeys([examined.mailbox, *(name for name in roles if name)]))
+        roles = look_up(lambda: [mailbox_with_role(client, role) for role in ROLES], ROLE_MAILBOXES)
+        if roles.note:
+            gathered.bounded_by.add(roles.note)
+        gathered.mailboxes = list(dict.fromkeys([examined.mailbox, *(name for name in roles.value or () if name)]))
         thread_start_mailbox(client, examined, gathered, memory)
     _to_fixed_point(client, examined, gathered)
     describe_members(client, examined, gathered, memory.summaries)

@@ -63,6 +63,8 @@ class Judge:
     trusted_authserv_ids: tuple[str, ...] = ()
     known: KnownDomains = field(default_factory=KnownDomains)
     tool_names: frozenset[str] = frozenset()
+    #: what the judge had to go without, and why (`imap.helper_lookups`): shown in the result's notes
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,7 @@ from ..errors import ArgumentError
 from ..guard import bound_to_the_store
 from ..imap.lookup import MessageSelection
 from ..imap.message_ids import MessageRef, encode_id
+from ..imap.permanent_flags import SETTABLE_SYSTEM_FLAGS
 from ..imap.pool import Examined, ImapPool, InMailbox
 from ..imap.session import Session
 from ..local_time import DialogClock
@@ -120,7 +121,7 @@ class MessageChange(BaseModel):
     )
 
 
-SYSTEM_FLAGS = {"\\seen": "\\Seen", "\\flagged": "\\Flagged", "\\answered": "\\Answered"}
+SYSTEM_FLAGS = {flag.lower(): flag for flag in SETTABLE_SYSTEM_FLAGS}
 #: the keywords imap-mcp sets for itself (`$ImapMcpListed`: list_new_messages' last look); no tool sets or clears one
 OWN_KEYWORD_PREFIX = "$imapmcp"
 #: an IMAP keyword: an atom without specials (RFC 3501), at most 64 characters

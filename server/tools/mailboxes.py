@@ -2,10 +2,18 @@
 
 Creating a mailbox asks no one; renaming one takes the two-call token (it can be undone); deleting
 one, with every message in it, is approved by a person first.
+
+A change whose answer was lost or spoiled after its command went out (a BYE, a NO after the fact, a
+dropped connection) is read back (`mailboxes.folders.now_true`, a LIST on a connection of its own): done
+when the server shows it done (the result says the answer was lost), the failure when nothing happened,
+and neither claimed when the server shows neither.
 """
 
 from __future__ import annotations
 
+import functools
+import threading
+from collections.abc import Callable
 from typing import Annotated, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -14,10 +22,19 @@ from pydantic import BaseModel, Field
 
 from imap_mcp.protocol import Guard
 
+from ..errors import MailboxError
+from ..imap.helper_lookups import look_up_apart
 from ..imap.mailboxes import MailboxInfo, list_mailboxes, with_counts
 from ..imap.pool import ImapPool
 from ..imap.session import Session
-from ..mailboxes.folders import FolderOperation, create_folder, execute_folder_change, plan_folder_change
+from ..mailboxes.folders import (
+    FolderOperation,
+    MailboxOperation,
+    create_folder,
+    execute_folder_change,
+    now_true,
+    plan_folder_change,
+)
 from ..mailboxes.questions import delete_mailbox_request, rename_mailbox_request
 from .registry import offer
 from .results import log_change, text_result
@@ -40,10 +57,54 @@ class MailboxChange(BaseModel):
         description="How the change was approved; 'not needed' for create."
     )
     confirm_token: str | None = Field(default=None, description="Pass this back to run the change (token path).")
+    read_back: str | None = Field(
+        default=None,
+        description="Set when the server's answer to the change was lost or spoiled: the change was read back "
+        "from the mailbox list, which shows it done.",
+    )
 
 
 def _counted(client: Session) -> list[MailboxInfo]:
     return with_counts(client, list_mailboxes(client))
+
+
+Change = Callable[[Session, Callable[[], None]], None]
+
+
+def created(mailbox: str, client: Session, sending: Callable[[], None]) -> None:
+    create_folder(client, mailbox, sending)
+
+
+async def run_and_read_back(
+    pool: ImapPool,
+    operation: MailboxOperation,
+    mailbox: str,
+    new_name: str | None,
+    change: Change,
+) -> str | None:
+    """Run `change` once; None when the server answered it OK. When it failed after its command went out, what the
+    mailbox list shows now decides: the change is there (a note saying the answer was lost), nothing happened
+    (the failure stands), or neither can be told (an error saying so)."""
+    sent = threading.Event()
+    try:
+        await pool.run(lambda client: change(client, sent.set), retry=False)
+        return None
+    except MailboxError as exc:
+        if not sent.is_set():
+            raise
+        failure = exc
+    looked = await look_up_apart(
+        lambda: pool.run(lambda client: now_true(client, operation, mailbox, new_name)), "What the mailbox list shows"
+    )
+    if looked.value is True:
+        return "The server's answer was lost or spoiled; the mailbox list, read again, shows the change was made."
+    if looked.value is False:
+        raise failure
+    shows = looked.note or "the mailbox list shows both names or neither"
+    raise MailboxError(
+        f"{failure} Whether the change was made cannot be told ({shows}); call list_mailboxes to see what is there "
+        "before trying again."
+    ) from None
 
 
 def register(mcp: MCPServer, pool: ImapPool, guard: Guard) -> None:
@@ -82,10 +143,12 @@ def register(mcp: MCPServer, pool: ImapPool, guard: Guard) -> None:
     ) -> Annotated[CallToolResult, MailboxChange] | InputRequiredResult:
         account = pool.settings.account
         if action == "create":
-            await pool.run(lambda c: create_folder(c, mailbox), retry=False)
+            lost = await run_and_read_back(pool, "create_mailbox", mailbox, None, functools.partial(created, mailbox))
             log_change("create_mailbox", mailbox)
-            done = MailboxChange(status="done", action=action, mailbox=mailbox, new_name=None, approved_by="not needed")
-            return text_result(f"Created the mailbox {mailbox!r}.", done)
+            done = MailboxChange(
+                status="done", action=action, mailbox=mailbox, new_name=None, approved_by="not needed", read_back=lost
+            )
+            return text_result(f"Created the mailbox {mailbox!r}." + (f" {lost}" if lost else ""), done)
         operation: FolderOperation = "delete_mailbox" if action == "delete" else "rename_mailbox"
         target = await pool.run(lambda c: plan_folder_change(c, account, operation, mailbox, new_name))
         build = delete_mailbox_request if action == "delete" else rename_mailbox_request
@@ -104,9 +167,16 @@ def register(mcp: MCPServer, pool: ImapPool, guard: Guard) -> None:
                     confirm_token=token,
                 )
             )
-        await pool.run(lambda c: execute_folder_change(c, target), retry=False)
+        lost = await run_and_read_back(
+            pool, operation, mailbox, new_name, lambda c, sending: execute_folder_change(c, target, sending)
+        )
         log_change(operation, mailbox, approved_by=channel.value, destination=shown_new_name)
         done = MailboxChange(
-            status="done", action=action, mailbox=mailbox, new_name=shown_new_name, approved_by=channel.value
+            status="done",
+            action=action,
+            mailbox=mailbox,
+            new_name=shown_new_name,
+            approved_by=channel.value,
+            read_back=lost,
         )
-        return text_result(f"Done ({channel.value}): {request.summary}.", done)
+        return text_result(f"Done ({channel.value}): {request.summary}." + (f" {lost}" if lost else ""), done)

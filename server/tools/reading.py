@@ -31,6 +31,7 @@ from mcp.types import BlobResourceContents, CallToolResult, EmbeddedResource, Re
 from pydantic import Field
 
 from ..config import DEFAULT_MAX_ATTACHMENT_BYTES
+from ..imap.helper_lookups import Looked, look_up, look_up_apart
 from ..imap.lookup import MessageSelection, resolve_one
 from ..imap.message_ids import MessageRef, decode_id
 from ..imap.pool import Examined, ImapPool, InMailbox, NoSuchMailbox
@@ -71,6 +72,13 @@ from .results import fenced_result, log_change
 T = TypeVar("T")
 
 DEFAULT_MAX_CHARS = 20_000
+#: what the look-alike judge's lookup is called in a note (`Judging`)
+KNOWN_DOMAINS = (
+    "The domains this account has written to (read from Sent, for the look-alike check: warnings judge by the "
+    "domains known before)"
+)
+#: what get_message's include_thread_count lookup is called in a note
+THREAD_COUNT = "The size of this message's conversation (thread)"
 MAX_MAX_CHARS = 200_000
 DEFAULT_PAGE_SIZE = 20
 MAX_PAGE_SIZE = 100
@@ -96,12 +104,20 @@ class Judging:
     trusted_authserv_ids: tuple[str, ...]
     sent: SentDomains
 
+    def current_in(self, client: Session) -> bool:
+        """Whether the known domains stand (`SentDomains.is_current`, within the caller's operation); False when
+        the server's answer to that look was unusable, so `judge` reads Sent again, on its own."""
+        return bool(look_up(lambda: self.sent.is_current(client), KNOWN_DOMAINS).value)
+
     async def judge(self, pool: ImapPool, current: bool) -> Judge:
         """The judge for a call whose operation found the known domains `current` (else they are read first, on
-        another connection while the pool has room: reading Sent there keeps the caller's mailbox examined)."""
+        another connection while the pool has room: reading Sent there keeps the caller's mailbox examined).
+        When Sent cannot be read, the judge knows the domains it knew before, and says so in its notes."""
+        notes: tuple[str, ...] = ()
         if not current:
-            await pool.run(self.sent.refresh, spare_kept=True)
-        return Judge(self.trusted_authserv_ids, self.sent.known, frozenset(TOOL_NAMES))
+            refreshed = await look_up_apart(lambda: pool.run(self.sent.refresh, spare_kept=True), KNOWN_DOMAINS)
+            notes = (refreshed.note,) if refreshed.note else ()
+        return Judge(self.trusted_authserv_ids, self.sent.known, frozenset(TOOL_NAMES), notes)
 
 
 def _renamed(**wire_to_python: str) -> Callable[[Callable[..., Awaitable[T]]], Callable[..., Awaitable[T]]]:
@@ -214,11 +230,12 @@ def register_search(mcp: MCPServer, pool: ImapPool, judging: Judging) -> None:
 
         def page_and_sent(client: Session, examined: Examined) -> tuple[SearchPage, bool]:
             found = search_page(client, examined, query, cache=order_cache, summaries=summary_cache)
-            return found, judging.sent.is_current(client)
+            return found, judging.current_in(client)
 
         page, current = await read(pool, mailbox, page_and_sent)
-        judged(page.messages, await judging.judge(pool, current))
-        return fenced_result(page)
+        judge = await judging.judge(pool, current)
+        judged(page.messages, judge)
+        return fenced_result(page.model_copy(update={"notes": list(judge.notes)}))
 
 
 @dataclass(frozen=True)
@@ -304,24 +321,30 @@ def register_get_message(mcp: MCPServer, pool: ImapPool, judging: Judging, memor
         def fetch_and_judge(client: Session, examined: Examined) -> tuple[FetchedMessage, bool, dict[str, str | None]]:
             fetched = fetch_message(client, examined, target, max_chars, body_format)
             reasons = judged_parts(client, fetched.ref.uid, fetched.attachments)
-            return fetched, judging.sent.is_current(client), reasons
+            return fetched, judging.current_in(client), reasons
 
         fetched, current, reasons = await read_message_of(pool, target, fetch_and_judge)
-        thread = None
+        counted = Looked[ThreadCount](None)
         if include_thread_count:
-            counted = thread_of(await ConversationReads(pool, fetched.ref).gather(memory), DEFAULT_MAX_MESSAGES)
-            thread = ThreadCount(count=counted.total, complete=counted.complete)
+            counted = await look_up_apart(lambda: thread_count(pool, fetched.ref, memory), THREAD_COUNT)
         judge = await judging.judge(pool, current)
+        notes = [note for note in (counted.note, *judge.notes) if note]
 
         def answer() -> CallToolResult:
             content = files.judged(message_content(fetched, max_chars, judge), reasons)
-            content = content.model_copy(update={"thread": thread})
+            content = content.model_copy(update={"thread": counted.value, "notes": notes})
             result = fenced_result(content)
             result.content += files.links(content)
             return result
 
         # converting HTML takes time: done after the connection went back to the pool, off the event loop
         return await anyio.to_thread.run_sync(answer)
+
+
+async def thread_count(pool: ImapPool, ref: MessageRef, memory: Memory) -> ThreadCount:
+    """The size of `ref`'s conversation, as get_thread counts it."""
+    counted = thread_of(await ConversationReads(pool, ref).gather(memory), DEFAULT_MAX_MESSAGES)
+    return ThreadCount(count=counted.total, complete=counted.complete)
 
 
 def register_get_thread(mcp: MCPServer, pool: ImapPool, judging: Judging, memory: Memory) -> None:
@@ -356,9 +379,10 @@ def register_get_thread(mcp: MCPServer, pool: ImapPool, judging: Judging, memory
         thread = thread_of(await reads.gather(memory), max_messages)
         if include_bodies:
             await add_bodies(thread, reads.in_start_mailbox, reads.elsewhere, max_chars)
-        current = await pool.run(judging.sent.is_current)
-        judged(thread.messages, await judging.judge(pool, current))
-        return fenced_result(thread)
+        current = (await look_up_apart(lambda: pool.run(judging.current_in), KNOWN_DOMAINS)).value
+        judge = await judging.judge(pool, bool(current))
+        judged(thread.messages, judge)
+        return fenced_result(thread.model_copy(update={"notes": [*thread.notes, *judge.notes]}))
 
 
 def _download(
@@ -537,12 +561,13 @@ def register_list_new_messages(mcp: MCPServer, pool: ImapPool, judging: Judging)
         limit: PageLimit = 20,
     ) -> Annotated[CallToolResult, NewMessages]:
         found, current = await pool.run(
-            lambda client: (list_new(client, mailbox, offset, limit), judging.sent.is_current(client))
+            lambda client: (list_new(client, mailbox, offset, limit), judging.current_in(client))
         )
         if found.messages:
             log_change("list_new_messages (mark listed)", mailbox, [m.uid for m in found.messages])
-        judged(found.messages, await judging.judge(pool, current))
-        return fenced_result(found)
+        judge = await judging.judge(pool, current)
+        judged(found.messages, judge)
+        return fenced_result(found.model_copy(update={"notes": list(judge.notes)}))
 
 
 def register(

@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from imap_mcp.protocol.errors import ApprovalRefused, ImapMcpError
 
+from ..imap.permanent_flags import SETTABLE_SYSTEM_FLAGS, keeps, keeps_new_keywords
+
 if TYPE_CHECKING:  # the SDK is imported where tools are registered, not with the table (the CLI reads it)
     from mcp.server.mcpserver import MCPServer
     from mcp.types import ToolAnnotations
@@ -107,13 +109,29 @@ class KeptKeyword:
         return f"keywords kept (PERMANENTFLAGS with \\*{also})"
 
     def met(self, facts: ServerFacts) -> bool:
-        if facts.kept_flags is None:
-            return True
-        kept = {flag.lower() for flag in facts.kept_flags}
-        return b"\\*" in kept or (self.keyword is not None and self.keyword.lower().encode() in kept)
+        if self.keyword is None:
+            return keeps_new_keywords(facts.kept_flags)
+        return keeps(facts.kept_flags, self.keyword)
 
     def used(self, facts: ServerFacts) -> str:
         return self.label
+
+
+@dataclass(frozen=True)
+class KeptFlag:
+    """A mailbox that keeps a system flag: listed in PERMANENTFLAGS (`\\*` allows keywords only, RFC 9051)."""
+
+    flag: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.flag} kept (in PERMANENTFLAGS)"
+
+    def met(self, facts: ServerFacts) -> bool:
+        return keeps(facts.kept_flags, self.flag)
+
+    def used(self, facts: ServerFacts) -> str:
+        return "the system flags kept"
 
 
 @dataclass(frozen=True)
@@ -130,7 +148,7 @@ class SettingOn:
         return self.label
 
 
-Requirement = Capability | RoleMailbox | KeptKeyword | SettingOn
+Requirement = Capability | RoleMailbox | KeptKeyword | KeptFlag | SettingOn
 
 
 @dataclass(frozen=True)
@@ -373,6 +391,12 @@ TOOLS: tuple[ToolSpec, ...] = (
         "never",
         uses=("flags", "keywords"),
         requires=(
+            *(
+                Need(
+                    KeptFlag(flag), "degrades", f"{flag} is refused (nothing is changed); the other flags work", "flags"
+                )
+                for flag in SETTABLE_SYSTEM_FLAGS
+            ),
             Need(
                 KeptKeyword(),
                 "refused",

@@ -28,7 +28,7 @@ USING_TOOLS = Path(__file__).resolve().parents[2] / "docs" / "using-tools.md"
 EVERYTHING = ServerFacts(
     frozenset(name for capability in CAPABILITIES for name in capability.names),
     frozenset(ROLES),
-    frozenset({b"\\*"}),
+    frozenset({b"\\*", b"\\Seen", b"\\Flagged", b"\\Answered"}),
     frozenset(SETTINGS),
 )
 NOTHING = ServerFacts(frozenset(), frozenset(), frozenset())
@@ -113,13 +113,14 @@ def test_with_nothing_what_is_refused_degrades_or_is_off() -> None:
         "list_mailboxes",
         "search_messages",
         "move_messages (mode: copy)",
+        "set_message_flags (flags)",
     }
     assert {name for name, verdict in verdicts.items() if verdict == "off"} == set(SENDING)
 
 
 def test_a_missing_role_refuses_only_the_uses_that_need_it() -> None:
     without_trash = ServerFacts(
-        EVERYTHING.capabilities, frozenset({"sent", "drafts"}), frozenset({b"\\*"}), frozenset(SETTINGS)
+        EVERYTHING.capabilities, frozenset({"sent", "drafts"}), EVERYTHING.kept_flags, frozenset(SETTINGS)
     )
     verdicts = {r.name: (r.verdict, r.detail) for spec in TOOLS for r in spec.readiness(without_trash)}
     assert verdicts["delete_messages (permanent: false)"] == (

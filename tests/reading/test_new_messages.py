@@ -91,7 +91,15 @@ async def test_the_first_call_lists_what_is_there_and_the_second_nothing(account
     assert subjects(first) == INBOX_NEWEST_FIRST
     assert first["messages"][0]["id"].startswith("imap.") and first["messages"][0]["mailbox"] == "INBOX"
     del second["fence"]  # new for every result
-    assert second == {"mailbox": "INBOX", "first_look": False, "total": 0, "offset": 0, "messages": [], "remaining": 0}
+    assert second == {
+        "notes": [],
+        "mailbox": "INBOX",
+        "first_look": False,
+        "total": 0,
+        "offset": 0,
+        "messages": [],
+        "remaining": 0,
+    }
 
 
 async def test_summaries_are_those_of_search_and_the_read_state_is_untouched(account: Account) -> None:
