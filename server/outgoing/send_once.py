@@ -293,7 +293,7 @@ class Sender:
                     "call with the same approval does not send it again."
                 ],
             )
-            await self._record(ledger, key, holder, "unconfirmed", result)
+            await self._record(ledger, key, holder, "unconfirmed", result, recorded)
             return result
         result = SendResult(
             status="sent",
