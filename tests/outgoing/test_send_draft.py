@@ -169,3 +169,21 @@ async def test_a_confirm_token_for_one_draft_does_not_send_another_of_the_same_t
         sent = structured(await client.call_tool("send_draft", {"id": first["id"], "confirm_token": token}))
     assert pending["status"] == "confirmation_required" and "does not fit this call" in error_text(refused)
     assert sent["status"] == "sent" and [m.get_content() for m in smtp.messages] == ["v1\n"]
+
+
+@pytest.mark.dovecot_only(reason="the question is imap-mcp's; the server plays no part")
+async def test_the_question_shows_where_answers_to_the_draft_go(
+    account: Account, sending_env: dict[str, str], smtp: CaptureSMTP
+) -> None:
+    """A Reply-To is not a recipient, but the answers to the mail go there: the person sees it before approving."""
+    raw = (
+        b"From: demo@example.org\r\nTo: alice@example.com\r\nReply-To: mallory@attacker.example\r\n"
+        b"Subject: Invoice\r\n\r\nPlease answer with the details.\r\n"
+    )
+    uid = append_message(account, raw, "Drafts", (b"\\Draft",))
+    [draft] = [i for i in drafts(account) if decode_id(i).uid == uid]
+    async with served(load_settings(sending_env), mode="2026-07-28", elicitation_callback=Person()) as client:
+        asked, _ = await approved_retry(client, {"id": draft})
+    question = dialog_text(asked)
+    assert "Reply-To (answers go there): mallory@attacker.example" in question
+    assert smtp.messages == []
