@@ -19,7 +19,7 @@ A row moves through these states, each step a compare-and-set on the attempt tha
 
 An attempt that fails before anything irreversible `release`s its row, so the next replay of the
 same approval runs. Rows are kept `KEEP_SECONDS` (far longer than any approval can be replayed)
-and then pruned.
+and then pruned; every time here is the store's (`store.clock`), not the process's.
 """
 
 from __future__ import annotations
@@ -28,11 +28,11 @@ import functools
 import hashlib
 import json
 import secrets
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from .clock import store_time
 from .database import Store, Tx
 
 State = Literal["running", "handing_over", "done", "unconfirmed"]
@@ -85,18 +85,23 @@ class Begun:
 class Ledger:
     """The approval ledger in `store`."""
 
-    def __init__(self, store: Store, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, store: Store, clock: Callable[[], float] | None = None) -> None:
         self.store = store
+        #: a clock of its own (tests); by default the store's (`store.clock`), so that a replica whose clock is ahead
+        #: prunes no row early and takes over no live attempt
         self.clock = clock
+
+    def _now(self, tx: Tx) -> float:
+        return self.clock() if self.clock is not None else store_time(tx)
 
     def begin(
         self, key: str, account: str, tool: str, stale_after: float, outcome: dict[str, Any] | None = None
     ) -> Begun:
         """Hold the approval `key` for a new attempt (recording `outcome` with it), take over a `running` row older
         than `stale_after` seconds (keeping what its dead attempt recorded), or report the row that decides."""
-        now = self.clock()
         holder = secrets.token_hex(16)
         with self.store.transaction() as tx:
+            now = self._now(tx)
             tx.run("DELETE FROM approval_ledger WHERE kept_until < ?", now)
             inserted = tx.run(
                 "INSERT INTO approval_ledger (approval, account, tool, state, holder, since, kept_until, outcome) "
@@ -129,9 +134,9 @@ class Ledger:
 
     def advance(self, key: str, holder: str, state: State, outcome: dict[str, Any] | None = None) -> bool:
         """Move the row to `state` (and record `outcome`) if `holder` still holds it; False if it does not."""
-        now = self.clock()
         recorded = None if outcome is None else json.dumps(outcome, separators=(",", ":"))
         with self.store.transaction() as tx:
+            now = self._now(tx)
             changed = tx.run(
                 "UPDATE approval_ledger SET state = ?, since = ?, kept_until = ?, outcome = COALESCE(?, outcome) "
                 "WHERE approval = ? AND holder = ? AND state IN ('running', 'handing_over')",
