@@ -56,6 +56,8 @@ T = TypeVar("T")
 STORE_THREADS = 4
 #: a renewal after another member's row ran out waits this much longer, so that the row is surely out
 AFTER_EXPIRY = 0.05
+#: whose clock the store's time is, by `Tx.postgres`
+_WHOSE = {True: "PostgreSQL now()", False: "this host's, for SQLite"}
 
 
 @dataclass
@@ -206,9 +208,8 @@ class Fleet:
         now = store_time(tx)
         if abs(mine - now) > CLOCK_TOLERANCE:
             raise ClockRefused(
-                f"this host's clock is {apart(mine - now)} of the store's ({'PostgreSQL' if tx.postgres else 'SQLite'} "
-                f"now()), more than {CLOCK_TOLERANCE:g} s, so no lease is taken until they agree: set this host's "
-                "time (NTP)"
+                f"this host's clock is {apart(mine - now)} of the store's ({_WHOSE[tx.postgres]}), more than "
+                f"{CLOCK_TOLERANCE:g} s, so no lease is taken until they agree: set this host's time (NTP)"
             )
         return now
 
