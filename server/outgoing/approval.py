@@ -139,6 +139,8 @@ def send_draft_request(
     for name, group in draft.recipients.lists():
         if group:
             lines.append(f"{name.capitalize()}: {', '.join(word(a.addr_spec) for a in group)}")
+    if draft.reply_to:
+        lines.append(f"Reply-To (answers go there): {', '.join(word(a.addr_spec) for a in draft.reply_to)}")
     lines += [
         f"Subject, as the draft says: {shown(draft.subject)}",
         f"Body: {draft.text_chars} characters; {draft.attachments} attachment(s) in the draft.",

@@ -5,8 +5,10 @@ out with, and its bytes, read once, whose SHA-256 the approval binds.
 A file is read only from under the folder the operator set: the caller's path is relative to it, and opened one
 name at a time from the folder down, never following a symbolic link (`O_NOFOLLOW` at every step, `..` refused),
 so no path and no link planted in the folder leads out of it. Only a regular file is read, and only up to the
-limit. A part of a message is fetched with BODY.PEEK (nothing is marked read), in pieces decoded as they come,
-into one growing buffer.
+limit; and only one with no other name (`st_nlink` 1): a hard link is the file itself under a second name, and
+nothing on the file says whether that name is inside the folder, so a file hard-linked anywhere (even within the
+folder) is refused: copy it in instead. A part of a message is fetched with BODY.PEEK (nothing is marked read),
+in pieces decoded as they come, into one growing buffer.
 """
 
 from __future__ import annotations
@@ -155,6 +157,11 @@ def _read_under(directory: Path, names: list[str], shown: str, limit: int) -> by
         status = os.fstat(opened[-1])
         if not stat.S_ISREG(status.st_mode):
             raise AttachmentRefused(f"{shown[:200]!r} in IMAP_UPLOAD_DIR is not a regular file; give a file's path.")
+        if status.st_nlink > 1:
+            raise AttachmentRefused(
+                f"{shown[:200]!r} in IMAP_UPLOAD_DIR is a hard link (the file has {status.st_nlink} names, and another "
+                "may be outside the folder); those are refused. Copy the file into the folder instead of linking it."
+            )
         if status.st_size > limit:
             raise AttachmentRefused(
                 f"{shown[:200]!r} is {status.st_size} bytes, more than the {limit} left of what a message may have "

@@ -135,6 +135,8 @@ class DraftToSend:
     ref: MessageRef
     message: EmailMessage
     recipients: Recipients
+    #: where answers to it go (its Reply-To), shown in the question: it is not among the recipients
+    reply_to: tuple[Address, ...]
     subject: str
     text_chars: int
     attachments: int
@@ -190,6 +192,7 @@ def parse_draft(ref: MessageRef, raw: bytes, sender: Address) -> DraftToSend:
         ref=ref,
         message=message,
         recipients=recipients,
+        reply_to=tuple(_plain_addresses(message, "Reply-To")),
         subject=subject,
         text_chars=len(text) if isinstance(text, str) else 0,
         attachments=sum(1 for _ in message.iter_attachments()),

@@ -336,7 +336,7 @@ class Sender:
         ledger; None when there is none, or the store cannot say (a question is never held up by it)."""
         try:
             return await anyio.to_thread.run_sync(
-                lambda: self._ledger().latest_with(self.account, target, time.time() - within)
+                lambda: self._ledger().latest_with(self.account, target, within)
             )
         except ImapMcpError as exc:
             get_logger().warning("approval ledger: looking for an identical earlier send failed (%s)", exc)

@@ -19,7 +19,7 @@ A row moves through these states, each step a compare-and-set on the attempt tha
 
 An attempt that fails before anything irreversible `release`s its row, so the next replay of the
 same approval runs. Rows are kept `KEEP_SECONDS` (far longer than any approval can be replayed)
-and then pruned.
+and then pruned; every time here is the store's (`store.clock`), not the process's.
 """
 
 from __future__ import annotations
@@ -28,12 +28,12 @@ import functools
 import hashlib
 import json
 import secrets
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..logs import get_logger
+from .clock import store_time
 from .database import Store, StoreError, Tx
 
 State = Literal["running", "handing_over", "done", "unconfirmed"]
@@ -86,19 +86,24 @@ class Begun:
 class Ledger:
     """The approval ledger in `store`."""
 
-    def __init__(self, store: Store, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, store: Store, clock: Callable[[], float] | None = None) -> None:
         self.store = store
+        #: a clock of its own (tests); by default the store's (`store.clock`), so that a replica whose clock is ahead
+        #: prunes no row early and takes over no live attempt
         self.clock = clock
+
+    def _now(self, tx: Tx) -> float:
+        return self.clock() if self.clock is not None else store_time(tx)
 
     def begin(
         self, key: str, account: str, tool: str, stale_after: float, outcome: dict[str, Any] | None = None
     ) -> Begun:
         """Hold the approval `key` for a new attempt (recording `outcome` with it), take over a `running` row older
         than `stale_after` seconds (keeping what its dead attempt recorded), or report the row that decides."""
-        now = self.clock()
         holder = secrets.token_hex(16)
         with self.store.transaction() as tx:
             self.store.check_identity(tx)  # a store made again knows nothing of what ran: never run on it
+            now = self._now(tx)
             tx.run("DELETE FROM approval_ledger WHERE kept_until < ?", now)
             inserted = tx.run(
                 "INSERT INTO approval_ledger (approval, account, tool, state, holder, since, kept_until, outcome) "
@@ -131,9 +136,9 @@ class Ledger:
 
     def advance(self, key: str, holder: str, state: State, outcome: dict[str, Any] | None = None) -> bool:
         """Move the row to `state` (and record `outcome`) if `holder` still holds it; False if it does not."""
-        now = self.clock()
         recorded = None if outcome is None else json.dumps(outcome, separators=(",", ":"))
         with self.store.transaction() as tx:
+            now = self._now(tx)
             changed = tx.run(
                 "UPDATE approval_ledger SET state = ?, since = ?, kept_until = ?, outcome = COALESCE(?, outcome) "
                 "WHERE approval = ? AND holder = ? AND state IN ('running', 'handing_over')",
@@ -165,10 +170,12 @@ class Ledger:
         except StoreError as exc:
             get_logger().warning("approval ledger: releasing an approval failed (%s)", exc)
 
-    def latest_with(self, account: str, target: str, since: float) -> Entry | None:
-        """The newest row of `account` that finished (`done` or `unconfirmed`) at or after `since` and recorded
-        `target` (a target's fingerprint, hex) in its outcome: an identical effect approved earlier."""
+    def latest_with(self, account: str, target: str, within: float) -> Entry | None:
+        """The newest row of `account` that finished (`done` or `unconfirmed`) in the last `within` seconds of the
+        store's clock and recorded `target` (a target's fingerprint, hex) in its outcome: an identical effect
+        approved earlier."""
         with self.store.transaction() as tx:  # rows change `since` and `kept_until` together: the index finds them
+            since = self._now(tx) - within
             rows = tx.all(
                 f"SELECT {_COLUMNS} FROM approval_ledger WHERE kept_until >= ? AND account = ? "
                 "AND state IN ('done', 'unconfirmed') AND outcome LIKE ? ORDER BY since DESC",

@@ -11,7 +11,6 @@ import signal
 import socket
 import sys
 import threading
-import time
 import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, NoReturn
@@ -21,6 +20,7 @@ from ..accounts.reloading import RELOAD_POLL, AccountsFile
 from ..config import ConfigError, Settings
 from ..errors import ImapMcpError
 from ..logs import get_logger
+from ..store.clock import store_time
 from ..store.database import Store
 from .cipher import StoreCipher
 from .fleet import Fleet
@@ -105,7 +105,7 @@ def next_steps(store: Store, settings: Settings, account_name: str | None, watch
     alone = f"imap-mcp watch --account {account_name}" if account_name else "imap-mcp watch"
     where = "a PostgreSQL database" if store.postgres else f"the SQLite file {store.url.removeprefix('sqlite:///')}"
     with store.transaction() as tx:
-        sharing = live_members(tx, time.time())
+        sharing = live_members(tx, store_time(tx))
     steps = ["Next steps:"]
     if not settings.webhooks.enabled:
         steps.append("- IMAP_MCP_WEBHOOKS=false here: nothing is delivered while webhooks are off on this server.")

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from .. import outbound_http
 from ..errors import ImapMcpError
 from ..logs import get_logger
+from ..store.clock import store_time
 from ..store.database import Store, Tx
 from .cipher import StoreCipher, Unreadable
 from .outbox import Event, next_event, open_body
@@ -35,6 +36,8 @@ class Due:
     event: Event
     #: the event's JSON, or None when no store key opens it (the attempt fails, saying so)
     body: str | None
+    #: the store's time when it was found due (`store.clock`): what the attempt is signed with
+    at: float
 
 
 @dataclass(frozen=True)
@@ -46,14 +49,16 @@ class Failed:
     paused: bool
 
 
-def due_delivery(store: Store, cipher: StoreCipher, settings: WebhookSettings, account: str, now: float) -> Due | None:
-    """The event to deliver now, or None: nothing pending, turned off, paused until later, or unreadable.
+def due_delivery(store: Store, cipher: StoreCipher, settings: WebhookSettings, account: str) -> Due | None:
+    """The event to deliver now (by the store's time), or None: nothing pending, turned off, paused until later, or
+    unreadable.
 
     A URL no event may go to (`invalid_url_reason`) is still due: the attempt fails, saying why.
     """
     if not settings.enabled:
         return None
     with store.transaction() as tx:
+        now = store_time(tx)
         row = load_row(tx, account)
         if row is None or not row.enabled or (row.next_retry_at is not None and row.next_retry_at > now):
             return None
@@ -68,7 +73,7 @@ def due_delivery(store: Store, cipher: StoreCipher, settings: WebhookSettings, a
         body: str | None = open_body(event, cipher, account)
     except Unreadable:
         body = None
-    return Due(endpoint, event, body)
+    return Due(endpoint, event, body, now)
 
 
 def post(due: Due, now: float, seconds: float = POST_TIMEOUT) -> str | None:
@@ -143,16 +148,23 @@ def _failed(tx: Tx, row: WebhookRow, settings: WebhookSettings, error: str, now:
 def deliver_one(
     store: Store, cipher: StoreCipher, settings: WebhookSettings, account: str, seconds: float = POST_TIMEOUT
 ) -> bool:
-    """Deliver the due event if there is one, in at most `seconds`; True when an attempt was made."""
-    due = due_delivery(store, cipher, settings, account, time.time())
+    """Deliver the due event if there is one, in at most `seconds`; True when an attempt was made.
+
+    Every time is the store's: the attempt is signed with the time it was found due (so a `webhook-timestamp` is never
+    ahead of the store's clock, whatever this host's says), and recorded at that time plus what the monotonic clock
+    counted since.
+    """
+    due = due_delivery(store, cipher, settings, account)
     if due is None:
         return False
-    error = post(due, time.time(), seconds)
+    started = time.monotonic()
+    error = post(due, due.at, seconds)
+    now = due.at + (time.monotonic() - started)
     if error is None:
-        record_success(store, account, due.event.sequence, time.time())
+        record_success(store, account, due.event.sequence, now)
         return True
     shown = outbound_http.excerpt(error, due.endpoint.secret_values)
-    failed = record_failure(store, settings, account, shown, time.time())
+    failed = record_failure(store, settings, account, shown, now)
     if failed is not None:
         _log_failure(account, due.endpoint, shown, failed)
     return True
@@ -300,9 +312,12 @@ class Deliveries:
 
     def _scan(self) -> None:
         while not self._stopping.wait(SCAN_INTERVAL):
+            with self._changed:
+                if not self._accounts:
+                    continue  # none held (or this watcher's clock is refused): nothing to look up
             try:
                 with self.store.transaction() as tx:
-                    found = tx.all(_DUE, self.holder, time.time())
+                    found = tx.all(_DUE, self.holder, store_time(tx))
             except Exception as exc:
                 get_logger().warning("watch: looking up due events failed (%s)", _reason(exc))
                 continue

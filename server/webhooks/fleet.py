@@ -32,11 +32,21 @@ from typing import TypeVar
 
 from ..config import Settings
 from ..logs import get_logger
+from ..store.clock import CLOCK_TOLERANCE, ClockRefused, apart, store_time
 from ..store.database import Store, Tx
 from .balancing import plan, shares, someone_short
 from .cipher import StoreCipher
 from .delivery import POST_TIMEOUT, Deliveries
-from .leases import LEASE_SECONDS, FleetView, fleet_view, leave, release_leases, renew, take_leases
+from .leases import (
+    LEASE_SECONDS,
+    FleetView,
+    fleet_view,
+    forget_member,
+    leave,
+    release_leases,
+    renew,
+    take_leases,
+)
 from .rows import adopt_legacy_rows
 from .watcher import MAILBOX, InboxWatcher
 
@@ -46,6 +56,8 @@ T = TypeVar("T")
 STORE_THREADS = 4
 #: a renewal after another member's row ran out waits this much longer, so that the row is surely out
 AFTER_EXPIRY = 0.05
+#: whose clock the store's time is, by `Tx.postgres`
+_WHOSE = {True: "PostgreSQL now()", False: "this host's, for SQLite"}
 
 
 @dataclass
@@ -80,12 +92,15 @@ class Fleet:
         self._unclaimed: frozenset[str] = frozenset()
         self._lease_until: dict[str, float] = {}
         self._said: tuple[int, int, int, int] | None = None
+        #: why this watcher's clock is refused (said once), or None while it agrees with the store's
+        self._clock_refused: str | None = None
         self._store_threads = ThreadPoolExecutor(STORE_THREADS, thread_name_prefix="watch-store")
         self.deliveries = Deliveries(store, holder, self.lease_left)
 
     def lease_left(self, account: str) -> float:
-        """Seconds left of this watcher's lease of `account` (0 when it holds none)."""
-        return self._lease_until.get(account, 0.0) - time.time()
+        """Seconds left of this watcher's lease of `account` (0 when it holds none), on the monotonic clock (counted
+        from before the renewal read the store's time: never more than is left, whatever this host's clock says)."""
+        return self._lease_until.get(account, 0.0) - time.monotonic()
 
     def transact(self, work: Callable[[Tx], T]) -> T:
         """`work` in one store transaction, on one of the few threads that keep this process's store connections."""
@@ -116,26 +131,38 @@ class Fleet:
         self.deliveries.start()
         try:
             while not stop.is_set():
-                started = time.time()
                 try:
-                    next_at = self.renew_and_balance(started)
+                    wait = self.renew_and_balance()
                 except Exception as exc:
                     get_logger().warning("watch: the store could not be reached (%s); trying again", type(exc).__name__)
-                    next_at = started + self.lease_seconds / 3
-                self.wake.wait(max(0.0, next_at - time.time()))
+                    wait = self.lease_seconds / 3
+                self.wake.wait(max(0.0, wait))
                 self.wake.clear()
         finally:
             self.close()
 
-    def renew_and_balance(self, now: float) -> float:
-        """One renewal (see the module's docstring); when the next one is due."""
+    def renew_and_balance(self) -> float:
+        """One renewal (see the module's docstring), in the store's time; seconds until the next one is due.
+
+        A watcher whose clock is more than `CLOCK_TOLERANCE` from the store's (or whose host's clock jumped) renews
+        nothing and takes nothing: it gives up what it holds (`_refuse_clock`) until the clocks agree again.
+        """
         known = self.known()
         capacity = self._capacity(len(known))
-        with self.store.transaction() as tx:
-            renew(tx, self.holder, capacity if self.member else None, now, self.lease_seconds)
-            view = fleet_view(tx, self.holder, now)
+        started = time.monotonic()
+        try:
+            with self.store.transaction() as tx:
+                now = self._checked_time(tx)
+                renew(tx, self.holder, capacity if self.member else None, now, self.lease_seconds)
+                view = fleet_view(tx, self.holder, now)
+        except ClockRefused as refused:
+            self._refuse_clock(str(refused))
+            return self.lease_seconds / 3
+        if self._clock_refused is not None:
+            self._clock_refused = None
+            get_logger().info("watch: this host's clock agrees with the store's again; leases are taken again")
         mine = view.held | view.cleared
-        self._lease_until = {account: now + self.lease_seconds for account in mine}
+        self._lease_until = {account: started + self.lease_seconds for account in mine}
         for account in set(self._watching) - mine:
             get_logger().warning("watch: %s lease lost to another watcher (it took the account over)", account)
             self._stop_watching(account)
@@ -161,7 +188,7 @@ class Fleet:
                 else "another watcher takes it over"
             )
             get_logger().info("watch: %s given up (%s)", account, why)
-        taken = self._take(chosen.take, now)
+        taken = self._take(chosen.take, now, started)
         self._release_idle()
         for account in keep - set(chosen.release):
             self._watch(account, known[account])
@@ -170,10 +197,35 @@ class Fleet:
         self._write_heard()
         self._unclaimed = view.free - set(taken)
         self._say(len(keep) - len(chosen.release) + len(taken), share, view)
-        next_at = now + self.lease_seconds / 3
+        wait = self.lease_seconds / 3
         if view.next_expiry is not None:
-            next_at = min(next_at, view.next_expiry + AFTER_EXPIRY)
-        return next_at
+            wait = min(wait, view.next_expiry + AFTER_EXPIRY - now)
+        return wait
+
+    def _checked_time(self, tx: Tx) -> float:
+        """The store's time; `ClockRefused` when this process's clock is more than `CLOCK_TOLERANCE` from it."""
+        mine = time.time()
+        now = store_time(tx)
+        if abs(mine - now) > CLOCK_TOLERANCE:
+            raise ClockRefused(
+                f"this host's clock is {apart(mine - now)} of the store's ({_WHOSE[tx.postgres]}), more than "
+                f"{CLOCK_TOLERANCE:g} s, so no lease is taken until they agree: set this host's time (NTP)"
+            )
+        return now
+
+    def _refuse_clock(self, why: str) -> None:
+        """Stop watching and give up every lease and the member row, so that watchers with the right time take the
+        accounts over; one log line when this begins (or its reason changes)."""
+        for account in list(self._watching):
+            self._stop_watching(account)
+        self._releasing |= set(self._lease_until)
+        with contextlib.suppress(Exception):
+            self._release_idle()  # an account with an attempt in flight is given up once it ended
+            with self.store.transaction() as tx:
+                forget_member(tx, self.holder)
+        if why != self._clock_refused:
+            self._clock_refused = why
+            get_logger().warning("watch: %s", why)
 
     def _capacity(self, known: int) -> int:
         return known if self.max_accounts is None else min(known, self.max_accounts)
@@ -187,12 +239,13 @@ class Fleet:
             return capacity
         return shares(view.members, self._to_share(view)).get(self.holder, 0)
 
-    def _take(self, accounts: tuple[str, ...], now: float) -> list[str]:
+    def _take(self, accounts: tuple[str, ...], now: float, started: float) -> list[str]:
+        """Take the free `accounts` at the store's time `now` (read at `started`, on the monotonic clock)."""
         if not accounts:
             return []
         with self.store.transaction() as tx:
             taken = take_leases(tx, accounts, self.holder, now, self.lease_seconds)
-        self._lease_until.update({account: now + self.lease_seconds for account in taken})
+        self._lease_until.update({account: started + self.lease_seconds for account in taken})
         for account in taken:
             get_logger().info("watch: %s active", account)
         return taken
@@ -227,7 +280,8 @@ class Fleet:
         self.deliveries.remove(account)
 
     def _write_heard(self) -> None:
-        """When each watched mailbox last answered, for the status (`last_heard_at`), in one transaction."""
+        """When each watched mailbox last answered, for the status (`last_heard_at`, in the store's time), in one
+        transaction."""
         fresh = [
             (account, w)
             for account, w in self._watching.items()
@@ -236,11 +290,13 @@ class Fleet:
         if not fresh:
             return
         with self.store.transaction() as tx:
+            now, counted = store_time(tx), time.monotonic()
             for account, watching in fresh:
                 heard = watching.watcher.heard_at
+                assert heard is not None  # chosen above
                 tx.run(
                     "UPDATE mailbox_marks SET last_heard_at = ? WHERE account = ? AND mailbox = ?",
-                    heard,
+                    now - (counted - heard),
                     account,
                     MAILBOX,
                 )

@@ -3,7 +3,8 @@
 A watcher that shares the accounts with others (`fleet`) is also a *member*: a row in `watchers`
 saying until when it is alive and how many accounts it may hold. Every renewal is one transaction:
 the member's row and all of its leases move on together, so they expire together when it dies.
-Taking a lease is conditional (free, or expired), so two watchers never both take one.
+Taking a lease is conditional (free, or expired), so two watchers never both take one. Every `now` here is the
+store's time (`store.clock`), read in the transaction that uses it: never a watcher's own clock.
 """
 
 from __future__ import annotations
@@ -111,6 +112,11 @@ def release_leases(tx: Tx, accounts: Collection[str], holder: str) -> None:
 def leave(tx: Tx, holder: str) -> None:
     """Give up every lease and the member row: the others take the accounts over at their next renewal."""
     tx.run("DELETE FROM watcher_leases WHERE holder = ?", holder)
+    forget_member(tx, holder)
+
+
+def forget_member(tx: Tx, holder: str) -> None:
+    """Remove the member row: the others share the accounts as if this watcher were gone."""
     tx.run("DELETE FROM watchers WHERE holder = ?", holder)
 
 

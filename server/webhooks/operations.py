@@ -8,12 +8,12 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
-import time
 from dataclasses import dataclass
 from typing import Literal
 
 from ..errors import ImapMcpError
 from ..logs import get_logger
+from ..store.clock import store_time
 from ..store.database import Store, Tx
 from .cipher import StoreCipher, Unreadable
 from .outbox import drop_queued_while_off, effective_limits, prune
@@ -111,7 +111,7 @@ class WebhookAccount:
             )
             changed = load_row(tx, self.account)
             assert changed is not None  # locked above
-            pruned = prune(tx, self.account, effective_limits(changed, self.settings), time.time())
+            pruned = prune(tx, self.account, effective_limits(changed, self.settings), store_time(tx))
             status = read_status(tx, self.account, self.settings, self.cipher)
         return LimitsStatus(**status.model_dump(), events_pruned=pruned)
 

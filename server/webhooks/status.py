@@ -7,11 +7,11 @@ A webhook that is on but has no watcher (`imap-mcp watch` holds a lease in the s
 
 from __future__ import annotations
 
-import time
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from ..store.clock import store_time
 from ..store.database import Tx
 from .cipher import StoreCipher, Unreadable
 from .outbox import effective_limits, pending_count, rfc3339
@@ -95,7 +95,7 @@ def _watcher(tx: Tx, account: str, now: float) -> tuple[bool, float | None]:
 def read_status(tx: Tx, account: str, settings: WebhookSettings, cipher: StoreCipher) -> WebhookStatus:
     row = load_row(tx, account)
     limits = effective_limits(row, settings)
-    running, heard = _watcher(tx, account, time.time())
+    running, heard = _watcher(tx, account, store_time(tx))
     common: dict[str, Any] = {
         "watcher_running": running,
         "last_heard_at": _time(heard),

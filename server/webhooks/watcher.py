@@ -27,6 +27,7 @@ from ..imap.fetch import take_response_codes
 from ..imap.message_ids import MessageRef
 from ..imap.session import Session
 from ..logs import get_logger
+from ..store.clock import store_time
 from ..store.database import Tx
 from .outbox import enqueue
 from .payloads import describe
@@ -72,7 +73,8 @@ class InboxWatcher:
         self.transact = transact
         #: called after new events were added (the deliveries start at once)
         self.added = added
-        #: when the mailbox last answered (the fleet writes it to the store: the status's `last_heard_at`)
+        #: when the mailbox last answered, on the monotonic clock (the fleet writes it to the store in the store's time:
+        #: the status's `last_heard_at`)
         self.heard_at: float | None = None
         self._stopped = threading.Event()
         self._lock = threading.Lock()
@@ -131,7 +133,7 @@ class InboxWatcher:
         idle = b"IDLE" in client.capabilities()
         while not self.stopped:
             self.catch_up(client, uidvalidity)
-            self.heard_at = time.time()
+            self.heard_at = time.monotonic()
             if _told_of_new_mail(client):
                 continue  # it arrived while catching up: the server told this session, and IDLE would not again
             if idle:
@@ -159,7 +161,7 @@ class InboxWatcher:
             row = load_row(tx, self.account)
             if row is None or not self._advance(tx, uidvalidity, last_uid, new[-1]):
                 return 0  # cleared meanwhile, or another watcher got there first: nothing written
-            return enqueue(tx, row, payloads, time.time(), self.settings)
+            return enqueue(tx, row, payloads, store_time(tx), self.settings)
 
         added = self.transact(add)
         if added:

@@ -175,6 +175,7 @@ async def test_a_replayed_approval_delivers_nothing_more(env: dict[str, str], sm
         pytest.param("/etc/hostname", "not a path inside IMAP_UPLOAD_DIR", id="absolute"),
         pytest.param("link.txt", "symbolic link", id="link-to-a-file-outside"),
         pytest.param("linked/secret.txt", "symbolic link", id="through-a-linked-folder"),
+        pytest.param("hard-link.txt", "is a hard link", id="hard-link-to-a-file-outside"),
         pytest.param("reports", "not a regular file", id="a-folder"),
         pytest.param("missing.pdf", "There is no file", id="missing"),
     ],
@@ -186,6 +187,7 @@ async def test_a_path_that_leaves_the_upload_folder_is_refused_before_anyone_is_
     secret.write_bytes(b"not for sending\n")
     (uploads / "link.txt").symlink_to(secret)
     (uploads / "linked").symlink_to(uploads.parent, target_is_directory=True)
+    (uploads / "hard-link.txt").hardlink_to(secret)
     async with served(load_settings(env), mode="2026-07-28", elicitation_callback=person) as client:
         result = await client.call_tool("send_message", {**MESSAGE, "attachments": [{"path": path}]})
     assert said in error_text(result) and "Nothing was sent" in error_text(result)

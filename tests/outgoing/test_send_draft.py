@@ -150,3 +150,40 @@ async def test_only_drafts_of_the_drafts_mailbox_are_sent(
         )
     assert "sends drafts of the Drafts mailbox" in text and person.shown == []
     assert "leave to, cc and subject out" in both
+
+
+@pytest.mark.dovecot_only(reason="the approval binds the draft itself; the server plays no part")
+async def test_a_confirm_token_for_one_draft_does_not_send_another_of_the_same_to_and_subject(
+    account: Account, sending_env: dict[str, str], smtp: CaptureSMTP
+) -> None:
+    """The two-call token path: the first draft's token, sent with another draft's id (another UID, the same To and
+    Subject, another body), sends nothing; the first draft's own id still does."""
+    plan = {"to": ["alice@example.com"], "subject": "Plan"}
+    async with served(load_settings(sending_env), mode="2026-07-28") as client:
+        first = structured(await client.call_tool("save_draft", {**plan, "body": "v1\n"}))
+        other = structured(await client.call_tool("save_draft", {**plan, "body": "Wire the money today.\n"}))
+        pending = structured(await client.call_tool("send_draft", {"id": first["id"]}))
+        token = pending["confirm_token"]
+        refused = await client.call_tool("send_draft", {"id": other["id"], "confirm_token": token})
+        assert smtp.messages == []
+        sent = structured(await client.call_tool("send_draft", {"id": first["id"], "confirm_token": token}))
+    assert pending["status"] == "confirmation_required" and "does not fit this call" in error_text(refused)
+    assert sent["status"] == "sent" and [m.get_content() for m in smtp.messages] == ["v1\n"]
+
+
+@pytest.mark.dovecot_only(reason="the question is imap-mcp's; the server plays no part")
+async def test_the_question_shows_where_answers_to_the_draft_go(
+    account: Account, sending_env: dict[str, str], smtp: CaptureSMTP
+) -> None:
+    """A Reply-To is not a recipient, but the answers to the mail go there: the person sees it before approving."""
+    raw = (
+        b"From: demo@example.org\r\nTo: alice@example.com\r\nReply-To: mallory@attacker.example\r\n"
+        b"Subject: Invoice\r\n\r\nPlease answer with the details.\r\n"
+    )
+    uid = append_message(account, raw, "Drafts", (b"\\Draft",))
+    [draft] = [i for i in drafts(account) if decode_id(i).uid == uid]
+    async with served(load_settings(sending_env), mode="2026-07-28", elicitation_callback=Person()) as client:
+        asked, _ = await approved_retry(client, {"id": draft})
+    question = dialog_text(asked)
+    assert "Reply-To (answers go there): mallory@attacker.example" in question
+    assert smtp.messages == []
