@@ -335,9 +335,7 @@ class Sender:
         """The newest send of `target` (a fingerprint) from this account in the last `within` seconds, from the
         ledger; None when there is none, or the store cannot say (a question is never held up by it)."""
         try:
-            return await anyio.to_thread.run_sync(
-                lambda: self._ledger().latest_with(self.account, target, within)
-            )
+            return await anyio.to_thread.run_sync(lambda: self._ledger().latest_with(self.account, target, within))
         except ImapMcpError as exc:
             get_logger().warning("approval ledger: looking for an identical earlier send failed (%s)", exc)
             return None
