@@ -470,7 +470,7 @@ def describe(summary: str, result: SendResult) -> str:
     else:
         text = (
             f"Another attempt of this same approved call is sending it right now; this one sent nothing: {summary}. "
-            "Call again to learn the outcome: it answers already_sent once the message is out, and sends it if "
-            "that attempt failed."
+            "Call again to learn the outcome: it answers already_sent once the message is out; it sends it only "
+            "if that attempt stopped before handing the message to the SMTP server (once handed over, never again)."
         )
     return " ".join([text, *result.problems])

@@ -42,6 +42,7 @@ from email.policy import compat32
 
 from pydantic import BaseModel, Field
 
+from .fence import SenderLine
 from .lookalikes import ascii_domain, registrable, unicode_domain
 
 #: the header fields of the verdicts, and how many of their bytes are read (the trusted ones are at the top)
@@ -64,7 +65,9 @@ VERDICT_METHODS = frozenset({"spf", "dkim", "dmarc"})
 
 class DkimVerdict(BaseModel):
     result: str = Field(description="pass, fail, none, neutral, policy, temperror, permerror, or unverified.")
-    domain: str | None = Field(description="The signing domain (header.d) the trusted server reported.")
+    domain: SenderLine | None = Field(
+        description="The signing domain (header.d) the trusted server reported; the signer chose it, so it is fenced."
+    )
     aligned: bool | None = Field(
         description="Whether the signing domain aligns with the From domain (the same organisational domain; "
         "false when the From addresses are at several organisations); null when there is no signing domain."

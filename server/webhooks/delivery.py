@@ -306,7 +306,7 @@ class Deliveries:
             return False
         try:
             return deliver_one(self.store, receiving.cipher, receiving.settings, account, budget)
-        except Exception as exc:  # the store failed (a StoreError, or its driver's error): the scan retries
+        except Exception as exc:  # the store failed (a StoreError; any other error is logged alike): the scan retries
             get_logger().warning("watch: %s delivery skipped (%s)", account, _reason(exc))
             return False
 
