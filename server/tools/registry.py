@@ -194,6 +194,9 @@ class ToolSpec:
     uses: tuple[str, ...] = ()
     #: what it needs of the mail server (and of settings) to work as documented, and what happens without each
     requires: tuple[Need, ...] = ()
+    #: how it names messages: `id` (one; or the deprecated `mailbox` + `uid`), `ids` (several, of one mailbox; or
+    #: `mailbox` + `uids`); None: it takes no message (`offer` holds every tool to what this says)
+    names_messages: Literal["id", "ids"] | None = None
 
     def readiness(self, facts: ServerFacts) -> list[Readiness]:
         """Each use of this tool on a server with `facts`: works, degrades, refused, or off (not offered)."""
@@ -272,7 +275,9 @@ _WEBHOOKS_ON = Need(
 _SENT_USES = ("save_to_sent: true", "save_to_sent: false")
 
 
-def _sending(name: str, title: str, requires: tuple[Need, ...]) -> ToolSpec:
+def _sending(
+    name: str, title: str, requires: tuple[Need, ...], names_messages: Literal["id"] | None = None
+) -> ToolSpec:
     """A tool that sends mail: asked every time, offered with SMTP_HOST, its uses and needs those of a send."""
     return ToolSpec(
         name,
@@ -287,6 +292,7 @@ def _sending(name: str, title: str, requires: tuple[Need, ...]) -> ToolSpec:
         needs="SMTP_HOST",
         uses=_SENT_USES,
         requires=requires,
+        names_messages=names_messages,
     )
 
 
@@ -340,10 +346,18 @@ TOOLS: tuple[ToolSpec, ...] = (
             ),
         ),
     ),
-    ToolSpec("get_message", "reading", "Read a message", True, False, True, "never"),
-    ToolSpec("get_thread", "reading", "Read a conversation", True, False, True, "never"),
+    ToolSpec("get_message", "reading", "Read a message", True, False, True, "never", names_messages="id"),
+    ToolSpec("get_thread", "reading", "Read a conversation", True, False, True, "never", names_messages="id"),
     ToolSpec(
-        "get_attachments", "reading", "Get attachments", True, False, True, "never", writes_when="IMAP_DOWNLOAD_DIR"
+        "get_attachments",
+        "reading",
+        "Get attachments",
+        True,
+        False,
+        True,
+        "never",
+        writes_when="IMAP_DOWNLOAD_DIR",
+        names_messages="id",
     ),
     ToolSpec(
         "list_new_messages",
@@ -372,6 +386,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         True,
         "never",
         uses=("flags", "keywords"),
+        names_messages="ids",
         requires=(
             Need(
                 KeptKeyword(),
@@ -391,6 +406,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "always",
         asking=_ALWAYS,
         uses=("permanent: false", "permanent: true"),
+        names_messages="ids",
         requires=(
             Need(
                 RoleMailbox("trash"),
@@ -417,6 +433,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "always",
         asking=_ALWAYS,
         uses=("mode: move", "mode: copy"),
+        names_messages="ids",
         requires=(
             *_moving("mode: move", "mode copy still works"),
             Need(
@@ -438,7 +455,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         requires=(Need(RoleMailbox("drafts"), "refused", "create a Drafts mailbox"),),
     ),
     _sending("send_message", "Send an email", _saving_to_sent()),
-    _sending("reply_to_message", "Reply to a message", _saving_to_sent()),
+    _sending("reply_to_message", "Reply to a message", _saving_to_sent(), "id"),
     _sending(
         "send_draft",
         "Send a draft",
@@ -451,6 +468,7 @@ TOOLS: tuple[ToolSpec, ...] = (
                 "the draft is sent but stays in Drafts (nothing can expunge exactly it); delete it there",
             ),
         ),
+        "id",
     ),
     _sending(
         "forward_message",
@@ -463,6 +481,7 @@ TOOLS: tuple[ToolSpec, ...] = (
                 "the message is forwarded, but the original is not marked $Forwarded (the result says so)",
             ),
         ),
+        "id",
     ),
     ToolSpec("get_server_info", "accounts", "Describe this server", True, False, True, "never"),
     ToolSpec("get_webhook_status", "webhooks", "Get webhook status", True, False, True, "never", open_world=False),
@@ -540,11 +559,32 @@ def translated(spec: ToolSpec, function: ToolFunction) -> ToolFunction:
     return tool  # type: ignore[return-value]
 
 
+#: the arguments a tool takes to name messages, by `ToolSpec.names_messages`: the id form and the deprecated form
+MESSAGE_ARGUMENTS: dict[str, frozenset[str]] = {
+    "id": frozenset({"id", "mailbox", "uid"}),
+    "ids": frozenset({"ids", "mailbox", "uids"}),
+}
+
+
+def check_message_arguments(spec: ToolSpec, function: Callable[..., Any]) -> None:
+    """Refuse (ValueError, at registration) a function that names messages otherwise than its `spec` says: every
+    tool that takes `id` also takes `mailbox` + `uid`, every one that takes `ids` `mailbox` + `uids`."""
+    parameters = set(inspect.signature(function).parameters)
+    wanted = MESSAGE_ARGUMENTS.get(spec.names_messages or "", frozenset())
+    named = parameters & {"id", "ids"}
+    if not wanted <= parameters or named != wanted & {"id", "ids"}:
+        raise ValueError(
+            f"{spec.name} takes {sorted(parameters & (MESSAGE_ARGUMENTS['id'] | MESSAGE_ARGUMENTS['ids']))}, but "
+            f"the registry says it names messages by {spec.names_messages}: it must take {sorted(wanted)}"
+        )
+
+
 def offer(
     mcp: MCPServer, name: str, *, description: str, guard: Guard | None = None, writes: bool = False
 ) -> Callable[[ToolFunction], ToolFunction]:
     """Register the decorated function as the tool `name` of the registry; through `guard` when it asks a person
-    (so the guard knows it by name). `writes`: its `writes_when` setting is set."""
+    (so the guard knows it by name). `writes`: its `writes_when` setting is set. A function that names messages
+    otherwise than the registry says (`names_messages`) is refused."""
     spec = BY_NAME[name]
     if (spec.asks != "never") != (guard is not None):
         raise ValueError(
@@ -553,6 +593,7 @@ def offer(
     options: dict[str, Any] = {"title": spec.title, "description": description, "annotations": spec.annotations(writes)}
 
     def register(function: ToolFunction) -> ToolFunction:
+        check_message_arguments(spec, function)
         wrapped = translated(spec, function)
         if guard is not None:
             guard.tool(mcp, name, **options)(wrapped)
