@@ -13,7 +13,8 @@ with defaults and annotations, and the name, title, description, annotations, ic
 `structured_output` it is registered with. A callable without code of its own is not kept.
 
 Every tool is an `OwnWordsTool`: arguments its model refuses are answered in imap-mcp's words
-(`tools.argument_errors`), never with pydantic's report and links.
+(`tools.argument_errors`, raised as `tools.registry.arguments_refused`), never with pydantic's report and
+links.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from mcp.server.mcpserver.tools.base import Tool
 from mcp.types import Icon, ToolAnnotations
 from pydantic import ValidationError
 
-from .tools.argument_errors import in_our_words
+from .tools.registry import arguments_refused
 
 #: at most this many patterns are kept (one per tool and distinct description is the usual few dozen)
 MOST_KEPT = 512
@@ -51,9 +52,7 @@ class OwnWordsTool(Tool):
             if isinstance(exc, UnexpectedToolError) or not isinstance(refused, ValidationError):
                 raise
             # from the ValidationError still: the SDK then logs the arguments' names only, never their values
-            raise ToolError(
-                f"Error executing tool {self.name}: {in_our_words(refused, self.parameters, arguments)}"
-            ) from refused
+            raise arguments_refused(self.name, refused, self.parameters, arguments) from refused
 
 
 def _key(fn: Callable[..., Any], options: dict[str, Any]) -> Hashable | None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -29,6 +29,7 @@ from imap_mcp.protocol.errors import ApprovalRefused, ImapMcpError
 if TYPE_CHECKING:  # the SDK is imported where tools are registered, not with the table (the CLI reads it)
     from mcp.server.mcpserver import MCPServer
     from mcp.types import ToolAnnotations
+    from pydantic import ValidationError
 
     from imap_mcp.protocol import Guard
 
@@ -536,6 +537,18 @@ def refusal(spec: ToolSpec, exc: ImapMcpError) -> str:
     if isinstance(exc, ApprovalRefused):
         return str(exc)
     return spec.refused_prefix + str(exc)
+
+
+def arguments_refused(
+    tool: str, refused: ValidationError, schema: Mapping[str, Any], arguments: Mapping[str, Any]
+) -> Exception:
+    """The tool error for arguments the tool's model refused (`refused`, pydantic's ValidationError), in imap-mcp's
+    words (`argument_errors.in_our_words`), never pydantic's report; every tool raises it (`tool_shapes`)."""
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from .argument_errors import in_our_words
+
+    return ToolError(f"Error executing tool {tool}: {in_our_words(refused, schema, arguments)}")
 
 
 def translated(spec: ToolSpec, function: ToolFunction) -> ToolFunction:
