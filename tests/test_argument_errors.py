@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from harness import CRASH, served
 from mcp import Client
+from mcp.types import TextContent
 
 from imap_mcp.server.config import load_settings
 from imap_mcp.server.tools.argument_errors import GIVEN_MAX
@@ -75,12 +76,12 @@ def wrong_value(node: Schema, root: Schema) -> object | None:
         if first.get("minLength", 0) >= 1:
             return ""
         if "maxLength" in first:
-            return "x" * (first["maxLength"] + 1)
+            return "x" * (int(first["maxLength"]) + 1)
         if "pattern" in first:
             return "\x00"
         return None
     if kind == "integer":
-        return first["minimum"] - 1 if "minimum" in first else first.get("maximum", -2) + 1
+        return int(first["minimum"]) - 1 if "minimum" in first else int(first.get("maximum", -2)) + 1
     if kind == "boolean":
         return "maybe"
     if kind == "array":
@@ -122,7 +123,8 @@ async def test_every_argument_of_every_tool_refused_in_our_words(mode: str) -> N
 async def refusal(client: Client, tool: str, arguments: dict[str, Any]) -> str:
     result = await client.call_tool(tool, arguments)
     assert result.is_error, (tool, arguments, result.structured_content)
-    text = str(result.content[0].text)
+    assert isinstance(result.content[0], TextContent)
+    text = result.content[0].text
     assert not CRASH.fullmatch(text), (tool, arguments, text)
     return text
 

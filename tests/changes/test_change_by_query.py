@@ -36,6 +36,7 @@ from harness import (
 )
 from mcp import Client
 from mcp.client.stdio import stdio_client
+from mcp.types import CallToolResult, TextContent
 
 from imap_mcp.server.changes import by_query
 from imap_mcp.server.changes.messages import BATCH
@@ -430,6 +431,7 @@ async def test_an_answer_that_finds_nothing_left_never_says_nobody_was_asked(acc
             direct.move(direct.search("ALL"), "Archive")
         direct.logout()
         result = await answer(client, "delete_messages", args, asked.request_state)
+    assert isinstance(result, CallToolResult) and isinstance(result.content[0], TextContent)
     text = result.content[0].text
     assert structured(result)["status"] == "nothing_to_do" and "Nobody was asked" not in text
     assert "none of the messages the person was asked about" in text and "answer was not used" in text

@@ -203,6 +203,7 @@ async def test_a_move_never_duplicates_what_the_destination_holds(account: Accou
     content = result.structured_content
     assert content["status"] == "done" and content["count"] == 1 and content["ids"] == ids[2:]
     assert content["already_present_ids"] == ids[:2] and content["already_present_count"] == 2
+    assert isinstance(result.content[0], TextContent)
     assert "were not moved: they are still in" in result.content[0].text
     assert "not moved, so they stay in" in person.shown[0]
     assert message_ids(account, "INBOX")[:2] == ids[:2]
@@ -224,6 +225,7 @@ async def test_a_move_whose_messages_are_all_in_the_destination_asks_no_one(acco
     else:
         content = result.structured_content
         assert content["status"] == "nothing_to_do" and content["already_present_ids"] == ids
+        assert isinstance(result.content[0], TextContent)
         assert "Nobody was asked" in result.content[0].text and person.shown == []
     assert message_ids(account, "INBOX")[:2] == ids
     assert message_id_census(account, "Archive") == archived

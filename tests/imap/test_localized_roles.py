@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from harness import Account, Person, error_text, new_account, served, start_dovecot, structured
@@ -17,6 +17,7 @@ from imapclient.imap_utf7 import encode
 from imap_mcp.server.accounts.loading import load_from_file
 from imap_mcp.server.config import ConfigError, Settings, load_settings
 from imap_mcp.server.demo.dovecot import Dovecot
+from imap_mcp.server.imap.role_names import NamedRole
 
 pytestmark = pytest.mark.anyio
 
@@ -51,7 +52,8 @@ def account_with(dovecot: Dovecot, *names: str) -> Account:
 def with_roles(account: Account, **roles: str) -> Settings:
     """The account's settings with IMAP_MAILBOX_<ROLE> set for each of `roles`."""
     settings = account.settings()
-    return dataclasses.replace(settings, imap=dataclasses.replace(settings.imap, roles=tuple(roles.items())))
+    named = cast("tuple[tuple[NamedRole, str], ...]", tuple(roles.items()))
+    return dataclasses.replace(settings, imap=dataclasses.replace(settings.imap, roles=named))
 
 
 async def roles_of(settings: Settings | Account) -> tuple[dict[str, Any], dict[str, Any]]:
