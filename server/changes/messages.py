@@ -377,6 +377,8 @@ def execute_message_change(client: Session, plan: PlannedMessageChange, executio
     if completed:
         expunge_exactly(client, compress(completed))
     missing = left_out(to_do, set(done) | set(not_run))
+    # what a dead attempt copied is held by the destination, so planned as present: it was moved, not skipped
+    skipped = left_out(skipped, set(completed))
     return ChangeReport(
         tuple(sorted(set(done) | set(completed))), missing, new_uids, plan.destination_uidvalidity, skipped, not_run
     )

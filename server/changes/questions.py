@@ -92,12 +92,6 @@ def message_change_request(
     lines = [question.format(**values), uid_line]
     if criteria is not None:
         lines.append(criteria_line(criteria))
-    if plan.already_present:
-        verb, stay = ("moved", f", so they stay in {values['src']}") if plan.operation == "move" else ("copied", "")
-        lines.append(
-            f"Already in {values['dst']} (same Message-ID), not {verb}{stay}: {len(plan.already_present)} of the "
-            f"{len(plan.uids)}."
-        )
     lines += [
         effect.format(**values),
         f"Account: {word(plan.account)}",

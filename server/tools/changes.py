@@ -263,7 +263,10 @@ async def _ask_and_run(
     # requested UIDs that did not exist when planned: never part of the target, nor of the question
     absent = left_out(selection.uids, set(plan.uids))
     asked = changer.guard.opened(ctx, call.confirm_token) is not None
-    if plan.already_present and len(plan.already_present) == len(plan.uids):
+    # an answered move by COPY + UID EXPUNGE (a floor) may find its own copies, made by an attempt that died before
+    # its expunge: the approval ledger decides, and the change finishes that attempt (`changes.once`)
+    finishing = asked and plan.floor is not None
+    if plan.already_present and len(plan.already_present) == len(plan.uids) and not finishing:
         return _nothing_to_copy(request.summary, plan, absent, asked)
     decision = await changer.guard.approve(ctx, request, call.confirm_token)
     channel = decision.channel
