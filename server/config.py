@@ -27,6 +27,7 @@ from .outgoing.compose import parse_address
 from .outgoing.policy import SendPolicy, read_send_policy
 
 if TYPE_CHECKING:
+    from .imap.role_names import NamedRole
     from .oauth.settings import AuthMode, OAuthSettings
     from .webhooks.settings import WebhookSettings
 
@@ -48,6 +49,11 @@ KNOWN_SETTINGS = frozenset(
         "IMAP_DOWNLOAD_DIR",
         "IMAP_MAX_ATTACHMENT_BYTES",
         "IMAP_HOST",
+        "IMAP_MAILBOX_ARCHIVE",
+        "IMAP_MAILBOX_DRAFTS",
+        "IMAP_MAILBOX_JUNK",
+        "IMAP_MAILBOX_SENT",
+        "IMAP_MAILBOX_TRASH",
         "IMAP_MCP_ACCOUNTS_FILE",
         "IMAP_MCP_ALLOWED_HOSTS",
         "IMAP_MCP_ALLOW_UNAUTHENTICATED",
@@ -183,6 +189,9 @@ class ImapSettings:
     #: IMAP_AUTH: password, or oauth2 with the IMAP_OAUTH_* settings in `oauth`
     auth: AuthMode = "password"
     oauth: OAuthSettings | None = None
+    #: IMAP_MAILBOX_SENT, …_DRAFTS, …_TRASH, …_JUNK, …_ARCHIVE: the mailbox the user names for a role
+    #: (`imap.role_settings`); it wins over SPECIAL-USE and names
+    roles: tuple[tuple[NamedRole, str], ...] = ()
 
     @property
     def account(self) -> str:
@@ -464,6 +473,7 @@ def load_imap_settings(env: Mapping[str, str]) -> ImapSettings:
 
 def read_imap_settings(env: Mapping[str, str], problems: Problems) -> ImapSettings | None:
     """The IMAP settings, or None after adding every problem found in them to `problems`."""
+    from .imap.role_settings import role_mailboxes
     from .oauth.settings import auth_mode, load_oauth_settings, with_provider_hosts
 
     before = len(problems)
@@ -484,6 +494,7 @@ def read_imap_settings(env: Mapping[str, str], problems: Problems) -> ImapSettin
     username = problems.read("", _required, env, "IMAP_USERNAME", "the login name of the mailbox")
     ca_file = problems.read(None, _ca_file, env)
     oauth = problems.read(None, load_oauth_settings, env, timeout=timeout) if auth == "oauth2" else None
+    roles = problems.read((), role_mailboxes, env)
     if len(problems) > before:
         return None
     return ImapSettings(
@@ -496,6 +507,7 @@ def read_imap_settings(env: Mapping[str, str], problems: Problems) -> ImapSettin
         timeout=timeout,
         auth=auth,
         oauth=oauth,
+        roles=roles,
     )
 
 

@@ -11,6 +11,10 @@ output schema `tools.output_schemas` replaces per server). The key is everything
 function's code (and, behind a `functools.wraps` decorator, the wrapped function's), its signature
 with defaults and annotations, and the name, title, description, annotations, icons, meta and
 `structured_output` it is registered with. A callable without code of its own is not kept.
+
+Every tool is an `OwnWordsTool`: arguments its model refuses are answered in imap-mcp's words
+(`tools.argument_errors`, raised as `tools.registry.arguments_refused`), never with pydantic's report and
+links.
 """
 
 from __future__ import annotations
@@ -21,14 +25,34 @@ import threading
 from collections.abc import Callable, Hashable
 from typing import Any
 
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.mcpserver.tools.base import Tool
 from mcp.types import Icon, ToolAnnotations
+from pydantic import ValidationError
+
+from .tools.registry import arguments_refused
 
 #: at most this many patterns are kept (one per tool and distinct description is the usual few dozen)
 MOST_KEPT = 512
 
 _patterns: dict[Hashable, Tool] = {}
 _lock = threading.Lock()
+
+
+class OwnWordsTool(Tool):
+    """A tool whose refused arguments are answered in imap-mcp's words (`tools.argument_errors.in_our_words`)."""
+
+    async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
+        try:
+            return await super().run(arguments, context, convert_result)
+        except ToolError as exc:
+            # the SDK raises a ToolError (not a crash's UnexpectedToolError) from a ValidationError for arguments its
+            # model refuses, and for nothing else: a tool's own refusals come from a ToolError or from none
+            refused = exc.__cause__
+            if isinstance(exc, UnexpectedToolError) or not isinstance(refused, ValidationError):
+                raise
+            # from the ValidationError still: the SDK then logs the arguments' names only, never their values
+            raise arguments_refused(self.name, refused, self.parameters, arguments) from refused
 
 
 def _key(fn: Callable[..., Any], options: dict[str, Any]) -> Hashable | None:
@@ -62,7 +86,7 @@ def shaped_tool(fn: Callable[..., Any], **options: Any) -> Tool:
     with _lock:
         pattern = _patterns.get(key) if key is not None else None
     if pattern is None:
-        pattern = Tool.from_function(fn, **options)
+        pattern = OwnWordsTool.from_function(fn, **options)
         if key is not None:
             with _lock:
                 if len(_patterns) < MOST_KEPT:

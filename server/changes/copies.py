@@ -1,4 +1,5 @@
-"""Copies already made: a replayed copy finds its messages in the destination and copies nothing more.
+"""Copies already made: a replayed copy finds its messages in the destination and copies nothing more (and a move
+moves nothing the destination holds: `changes.messages`).
 
 A copy leaves its source in place, so replaying an approved copy (the same dialog answer, or the
 same confirm_token within its lifetime) would find every source UID still there and copy again.
@@ -35,10 +36,12 @@ def already_copied(client: Session, uids: Iterable[int], destination: str, above
 
 @dataclass(frozen=True)
 class Held:
-    """A destination examined for a copy: its UIDVALIDITY, and the source UIDs it holds by Message-ID."""
+    """A destination examined for a copy or a move: its UIDVALIDITY, its UIDNEXT (None where EXAMINE did not say),
+    and the source UIDs it holds by Message-ID."""
 
     uidvalidity: int
     uids: set[int]
+    uidnext: int | None = None
 
 
 def held_in(client: Session, destination: str, by_message_id: dict[int, str]) -> Held:
@@ -53,4 +56,9 @@ def held_in(client: Session, destination: str, by_message_id: dict[int, str]) ->
             "list_mailboxes shows the names (create it first with manage_mailbox if you meant a new one)."
         ) from None
     held = held_message_ids(client, set(by_message_id.values())) if by_message_id else set()
-    return Held(int(response[b"UIDVALIDITY"]), {uid for uid, message_id in by_message_id.items() if message_id in held})
+    uidnext = response.get(b"UIDNEXT")
+    return Held(
+        int(response[b"UIDVALIDITY"]),
+        {uid for uid, message_id in by_message_id.items() if message_id in held},
+        int(uidnext) if uidnext is not None else None,
+    )

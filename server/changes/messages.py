@@ -22,6 +22,13 @@ Mailbox-side rules:
 - UIDs gone by the time an approved change runs are reported as missing, and what ran is read from
   the server's own answers (COPYUID; the FETCH answers of the STORE before an expunge), never
   taken from the request. A copy skips what the destination already holds (`changes.copies`).
+- A move never duplicates: a message whose Message-ID the destination already holds is not moved, exactly as a
+  copy skips it, and it stays in the source (reported `already_present`). A mail client's user who moves a
+  message expects it in the destination once and nothing lost; the destination already has it, and removing
+  the source on the strength of a Message-ID (which the sender wrote, and which anyone can copy from a
+  References header) could expunge the only copy of a different message. Leaving it costs one delete, which
+  the answer names. A trash-delete still moves everything: a delete must empty the source, and a second copy
+  in Trash costs nothing.
 - A change into the mailbox it comes from is refused; INBOX is one mailbox in any case (RFC 3501).
 - Every UID set goes to the server compressed into ranges (`uid_sets.compress`).
 """
@@ -55,6 +62,8 @@ from .copies import already_copied, held_in
 from .facts import SourceFacts, read_facts
 
 MessageOperation = Literal["trash", "delete_permanently", "move", "copy"]
+#: the operations that skip a message whose Message-ID the destination holds (see the module's doc)
+SKIPS_HELD: frozenset[MessageOperation] = frozenset({"copy", "move"})
 DELETED = b"\\Deleted"
 #: told (messages done, messages in all) after each batch of a change; answers whether to go on
 AfterBatch = Callable[[int, int], bool]
@@ -85,7 +94,8 @@ class PlannedMessageChange:
     #: not part of the approval: a move by COPY then EXPUNGE (no MOVE) puts its copies in the destination from this
     #: UID on (its UIDNEXT when planned), which the approval ledger keeps for an attempt that finishes a dead one's
     floor: int | None = field(default=None, compare=False)
-    #: not part of the approval: for a copy, those of `uids` whose Message-ID the destination holds (not copied)
+    #: not part of the approval: for a copy or a move, those of `uids` whose Message-ID the destination holds (not
+    #: copied or moved: a move leaves them in the source)
     already_present: tuple[int, ...] = field(default=(), compare=False)
     #: not part of the approval: what the server said of the messages when planned, for the question (`facts`)
     facts: SourceFacts | None = field(default=None, compare=False)
@@ -103,7 +113,7 @@ class PlannedMessageChange:
 @dataclass(frozen=True)
 class ChangeReport:
     """What an executed change did: UIDs acted on, UIDs already gone, new UIDs in the destination,
-    and (copy only) UIDs not copied again because the destination already holds their Message-ID."""
+    and (copy, move) UIDs not copied or moved because the destination already holds their Message-ID."""
 
     done: tuple[int, ...]
     missing: tuple[int, ...]
@@ -248,14 +258,17 @@ def examine_counted(client: Session, selection: MessageSelection) -> tuple[int, 
 def _present(
     client: Session, selection: MessageSelection, operation: MessageOperation
 ) -> tuple[tuple[int, ...], dict[int, str]]:
-    """Which of the selection's UIDs the examined mailbox holds (`ChangeRefused` when none), and for a copy their
-    Message-IDs, read by the same FETCH."""
+    """Which of the selection's UIDs the examined mailbox holds (`ChangeRefused` when none), and for a copy or a
+    move their Message-IDs, read by the same FETCH."""
     present: set[int] = set()
     by_message_id: dict[int, str] = {}
-    if operation == "copy":
+    if operation in SKIPS_HELD:
         by_message_id = message_ids_of(client, selection.uids, present)
-    else:
+    if not present:
+        # none found by that FETCH, or none asked: Cyrus answers nothing to a FETCH whose set also names UIDs from
+        # 2^31 up, which `existing_uids` asks about apart
         present = existing_uids(client, selection.uids)
+        by_message_id = message_ids_of(client, present) if operation in SKIPS_HELD and present else {}
     if not present:
         raise ChangeRefused(
             f"None of these messages exist in {selection.mailbox!r} ({_named(selection.uids)}): they were "
@@ -275,8 +288,9 @@ def plan_present(
     facts: SourceFacts | None = None,
 ) -> PlannedMessageChange:
     """The plan for `present`, UIDs the source (examined now, at `present.uidvalidity`) holds: the destination's
-    state, and for a copy which of them the destination holds already (`by_message_id`: their Message-IDs, when
-    the caller fetched them); `facts` (what the server said of them) kept with it for the question."""
+    state, and for a copy or a move which of them the destination holds already (`by_message_id`: their
+    Message-IDs, when the caller fetched them); `facts` (what the server said of them) kept with it for the
+    question."""
     assert present.uidvalidity is not None
     if operation == "delete_permanently":
         require_uid_expunge(client)
@@ -302,14 +316,16 @@ def plan_present(
     )
     if destination is None:
         return plan
-    if operation != "copy":
+    if operation not in SKIPS_HELD:
         uidvalidity, uidnext = destination_state(client, destination)
-        floor = None if has(client, "MOVE") else uidnext
-        return replace(plan, destination_uidvalidity=uidvalidity, floor=floor)
+        return replace(plan, destination_uidvalidity=uidvalidity, floor=None if has(client, "MOVE") else uidnext)
     if by_message_id is None:
         by_message_id = message_ids_of(client, present.uids)
     held = held_in(client, destination, by_message_id)
-    return replace(plan, destination_uidvalidity=held.uidvalidity, already_present=tuple(sorted(held.uids)))
+    plan = replace(plan, destination_uidvalidity=held.uidvalidity, already_present=tuple(sorted(held.uids)))
+    if operation == "move" and not has(client, "MOVE"):
+        plan = replace(plan, floor=held.uidnext or destination_state(client, destination)[1])
+    return plan
 
 
 def destination_state(client: Session, mailbox: str) -> tuple[int, int | None]:
@@ -378,6 +394,8 @@ def execute_message_change(client: Session, plan: PlannedMessageChange, executio
     if completed:
         expunge_exactly(client, compress(completed))
     missing = left_out(to_do, set(done) | set(not_run))
+    # what a dead attempt copied is held by the destination, so planned as present: it was moved, not skipped
+    skipped = left_out(skipped, set(completed))
     return ChangeReport(
         tuple(sorted(set(done) | set(completed))), missing, new_uids, plan.destination_uidvalidity, skipped, not_run
     )

@@ -127,9 +127,11 @@ class Scratch:
         return MessageSelection(mailbox, uidvalidity, uids)
 
     def change(self, operation: MessageOperation, selection: MessageSelection, destination: str | None) -> None:
-        """Plan and run a change exactly as an approved tool call does."""
+        """Plan and run a change exactly as an approved tool call does, but for one thing: the move back goes into
+        the mailbox that holds the original, which a tool's move would skip (a move never duplicates,
+        `changes.messages`); what is proven here is the server's MOVE, so nothing is skipped."""
         plan = plan_message_change(self.client, self.account, selection, operation, destination)
-        execute_message_change(self.client, plan, Execution())
+        execute_message_change(self.client, replace(plan, already_present=()), Execution())
 
     def look(self, mailbox: str) -> tuple[int, tuple[int, ...]]:
         """The UIDVALIDITY of `mailbox` and the UIDs it holds (EXAMINE: it changes nothing)."""

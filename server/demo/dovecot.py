@@ -131,6 +131,8 @@ class Dovecot:
     users: dict[str, str] = field(default_factory=lambda: {"alice": "alice-pw"})
     any_user_password: str | None = None
     hide_move: bool = False
+    #: False: no mailbox is created or marked with a SPECIAL-USE attribute, and SPECIAL-USE is not advertised
+    special_use: bool = True
     public_namespace: bool = False
     extra_config: list[str] = field(default_factory=list)
     #: an RFC 7662 introspection endpoint: then XOAUTH2 and OAUTHBEARER logins are checked against it
@@ -223,6 +225,7 @@ class Dovecot:
         mailboxes = "\n".join(
             f"  mailbox {name} {{\n    special_use = {flag}\n    auto = subscribe\n  }}"
             for name, flag in SPECIAL_USE.items()
+            if self.special_use
         )
         any_user = ""
         if self.any_user_password:
@@ -234,9 +237,11 @@ class Dovecot:
         mechanisms, oauth2 = "plain login", ""
         if self.oauth2_introspection_url:
             mechanisms, oauth2 = "plain login xoauth2 oauthbearer", self._oauth2_config(uid, gid)
+        hidden = {"MOVE", "UIDPLUS"} if self.hide_move else set()
+        hidden |= set() if self.special_use else {"SPECIAL-USE"}
         caps = ""
-        if self.hide_move:
-            caps = "imap_capability = " + " ".join(c for c in DEFAULT_CAPS.split() if c not in ("MOVE", "UIDPLUS"))
+        if hidden:
+            caps = "imap_capability = " + " ".join(c for c in DEFAULT_CAPS.split() if c not in hidden)
         public = ""
         if self.public_namespace:
             public = (

@@ -21,6 +21,7 @@ from ..tls import tls_context
 from .deadline import watch
 from .fetch import authenticate, read_lines_boundedly
 from .mailbox_state import enable_qresync
+from .mailboxes import name_roles
 from .promptly import exchange_promptly
 from .selection import deselect, note_selected, selected
 from .uidvalidity import saw
@@ -158,8 +159,10 @@ def log_in(client: IMAPClient, settings: ImapSettings) -> str:
     """Log in as the settings say; returns how: LOGIN, or the SASL mechanism of an OAuth login.
 
     Raises imapclient's `LoginError` for a refused password and `OAuthError` for OAuth (`connect` and
-    `imap-mcp check` each say what to do).
+    `imap-mcp check` each say what to do). The connection learns the mailboxes the settings name for roles
+    (`mailboxes.name_roles`) first, so every role lookup on it knows them.
     """
+    name_roles(client, settings.roles)
     if settings.oauth is None:
         client.login(settings.username, settings.password.reveal())
         return "LOGIN"

@@ -1,10 +1,16 @@
 """Listing mailboxes, their roles, and the personal namespace.
 
-A mailbox's role comes from, in this order: its SPECIAL-USE attribute (RFC 6154), or where the
-server does not offer SPECIAL-USE its XLIST attribute (the older Gmail-era extension); then, for
-a role no mailbox carries an attribute for, its name, compared after the personal namespace's
-prefix and delimiter (`INBOX.Trash`, `INBOX/Sent`), case-insensitively, with the names real
-providers and clients use (`Sent Items`, `Deleted Messages`, `Junk E-mail`, ...).
+A mailbox's role comes from, in this order (`MailboxInfo.role_from` says which):
+- a setting (`IMAP_MAILBOX_TRASH`, ...: `imap.role_settings`): the user's word wins over what the
+  server says; a setting naming a mailbox the account does not have leaves the role without one
+  (no other mailbox is put in its place) and the advice names the setting;
+- its SPECIAL-USE attribute (RFC 6154), or where the server does not offer SPECIAL-USE its XLIST
+  attribute (the older Gmail-era extension);
+- for a role neither gave, its name, in any of the languages of `imap.role_names` (`Papierkorb`,
+  `Отправленные`, `Deleted Items`, ...), compared case-insensitively after the personal
+  namespace's prefix and delimiter and an `INBOX`, `[Gmail]` or `[Google Mail]` parent
+  (`INBOX.Gesendet`, `INBOX/Sent`). Names arrive in modified UTF-7 (`Entw&APw-rfe`) and are
+  compared decoded (`Entwürfe`).
 `mailbox_with_role` is the one lookup every tool uses.
 
 The personal namespace (RFC 2342 NAMESPACE) says where this account's own mailboxes live:
@@ -25,9 +31,12 @@ from imapclient.exceptions import IMAPClientError
 from pydantic import BaseModel, Field
 
 from ..errors import MailboxError
+from .role_names import COMPARABLE_NAMES, ROLE_PARENTS, ROLE_SETTINGS, NamedRole, comparable
 from .session import Session
 
 Role = Literal["inbox", "sent", "drafts", "trash", "junk", "archive", "all", "flagged", "none"]
+#: where a mailbox's role came from (see the module's doc)
+RoleFrom = Literal["setting", "special-use", "xlist", "name"]
 
 SPECIAL_USE_ROLES: dict[bytes, Role] = {
     b"\\sent": "sent",
@@ -40,14 +49,6 @@ SPECIAL_USE_ROLES: dict[bytes, Role] = {
 }
 #: XLIST's own attributes for the same roles (Gmail's; XLIST also sends \Sent, \Drafts, \Trash)
 XLIST_ROLES: dict[bytes, Role] = {**SPECIAL_USE_ROLES, b"\\spam": "junk", b"\\allmail": "all", b"\\starred": "flagged"}
-#: names (after the personal prefix, lower case) that mean a role, most usual first
-ROLE_NAMES: dict[Role, tuple[str, ...]] = {
-    "sent": ("sent", "sent items", "sent messages", "sent mail"),
-    "drafts": ("drafts",),
-    "trash": ("trash", "deleted items", "deleted messages", "bin"),
-    "junk": ("junk", "spam", "junk e-mail", "junk email", "bulk mail"),
-    "archive": ("archive", "archives"),
-}
 #: the name `personal_name` suggests for a role that is missing
 USUAL_NAME: dict[Role, str] = {
     "sent": "Sent",
@@ -63,8 +64,14 @@ class MailboxInfo(BaseModel):
     name: str = Field(description="Full mailbox name, decoded to readable text; pass it to other tools as is.")
     delimiter: str | None = Field(description="Hierarchy delimiter, e.g. '/' or '.'; null for a flat name.")
     role: Role = Field(
-        description="What the mailbox is for: from SPECIAL-USE (or XLIST), else from a usual name such as "
-        "'Sent Items'; 'none' for an ordinary one."
+        description="What the mailbox is for: from a setting (IMAP_MAILBOX_TRASH, ...), else SPECIAL-USE (or XLIST), "
+        "else a usual name in one of many languages ('Sent Items', 'Papierkorb', 'Отправленные'); 'none' for an "
+        "ordinary one."
+    )
+    role_from: RoleFrom | None = Field(
+        default=None,
+        description="Where the role came from: setting (IMAP_MAILBOX_*), special-use, xlist, or name; null for none "
+        "and for INBOX.",
     )
     selectable: bool = Field(description="Whether the mailbox can hold messages (false for a pure folder).")
     messages: int | None = Field(default=None, description="Number of messages (only when counts are asked).")
@@ -155,7 +162,22 @@ def _attribute_role(flags: tuple[bytes, ...], roles: dict[bytes, Role]) -> Role:
     return next((roles[f.lower()] for f in flags if f.lower() in roles), "none")
 
 
-def _listed_with_attributes(client: Session) -> list[tuple[tuple[bytes, ...], bytes | None, str, Role]]:
+@dataclass
+class _Listed:
+    """One mailbox of LIST, with the role found for it so far and where that came from."""
+
+    flags: tuple[bytes, ...]
+    delimiter: str | None
+    name: str
+    role: Role
+    role_from: RoleFrom | None
+
+    @property
+    def selectable(self) -> bool:
+        return not ({f.lower() for f in self.flags} & NOT_SELECTABLE)
+
+
+def _listed_with_attributes(client: Session) -> list[_Listed]:
     """LIST, each mailbox with the role its attributes give: LIST's (SPECIAL-USE) or, without SPECIAL-USE, XLIST's."""
     listed = client.list_folders()
     by_xlist: dict[str, Role] = {}
@@ -165,7 +187,10 @@ def _listed_with_attributes(client: Session) -> list[tuple[tuple[bytes, ...], by
     for flags, delimiter, raw_name in listed:
         name = _name(raw_name)
         role = by_xlist.get(name, "none") if by_xlist else _attribute_role(flags, SPECIAL_USE_ROLES)
-        found.append((flags, delimiter, name, "inbox" if name.upper() == "INBOX" else role))
+        source: RoleFrom | None = ("xlist" if by_xlist else "special-use") if role != "none" else None
+        if name.upper() == "INBOX":
+            role, source = "inbox", None
+        found.append(_Listed(flags, _text(delimiter), name, role, source))
     return found
 
 
@@ -173,39 +198,63 @@ def _name(value: bytes | str) -> str:
     return value if isinstance(value, str) else value.decode("utf-8", "replace")
 
 
-def _roles_by_name(names: list[str], taken: set[Role], space: Namespaces) -> dict[str, Role]:
-    """For each role no attribute gave: the mailbox with its most usual name, directly under the personal prefix."""
-    relative = {name: space.relative(name).lower() for name in names}
-    chosen: dict[str, Role] = {}
-    for role, usual in ROLE_NAMES.items():
+#: the roles each connection's settings name (`name_roles`, called at login): a weak key, gone with the connection
+_NAMED: weakref.WeakKeyDictionary[Session, tuple[tuple[NamedRole, str], ...]] = weakref.WeakKeyDictionary()
+
+
+def name_roles(client: Session, roles: tuple[tuple[NamedRole, str], ...]) -> None:
+    """Give `client` the mailboxes the account's settings name for roles (`ImapSettings.roles`)."""
+    _NAMED[client] = roles
+
+
+def _named_by_settings(client: Session, listed: list[_Listed]) -> None:
+    """Give each role a setting names to the mailbox it names (taking it from any other), in place."""
+    for role, wanted in _NAMED.get(client, ()):
+        names = {wanted, personal_name(client, wanted)}
+        chosen = next((m for m in listed if m.name in names and m.selectable), None)
+        for mailbox in listed:
+            if mailbox.role == role:
+                mailbox.role, mailbox.role_from = "none", None
+        if chosen is not None:
+            chosen.role, chosen.role_from = role, "setting"
+
+
+def _comparable_name(mailbox: _Listed, space: Namespaces) -> str:
+    """The name as role names are compared: without the personal prefix and a parent of `ROLE_PARENTS`."""
+    name = space.relative(mailbox.name)
+    for parent in ROLE_PARENTS:
+        if mailbox.delimiter and comparable(name).startswith(comparable(parent + mailbox.delimiter)):
+            name = name[len(parent) + len(mailbox.delimiter) :]
+    return comparable(name)
+
+
+def _named_by_names(listed: list[_Listed], taken: set[Role], space: Namespaces) -> None:
+    """For each role neither a setting nor an attribute gave: the ordinary mailbox with its most usual name, in
+    place."""
+    unclaimed = [m for m in listed if m.role == "none" and m.selectable]
+    compared = [(_comparable_name(m, space), m) for m in unclaimed]
+    for role, usual in COMPARABLE_NAMES.items():
         if role in taken:
             continue
         for wanted in usual:
-            match = next((name for name in names if relative[name] == wanted and name not in chosen), None)
+            match = next((m for name, m in compared if name == wanted and m.role == "none"), None)
             if match is not None:
-                chosen[match] = role
+                match.role, match.role_from = role, "name"
                 break
-    return chosen
 
 
 def list_mailboxes(client: Session) -> list[MailboxInfo]:
-    """Every mailbox the account can see with its role, INBOX first, the rest in name order.
+    """Every mailbox the account can see with its role (see the module's doc), INBOX first, the rest in name order.
 
     imapclient decodes modified UTF-7 names, so `Entw&APw-rfe` comes back as `Entwürfe`.
     """
     listed = _listed_with_attributes(client)
-    taken = {role for *_, role in listed}
-    selectable = {name for flags, _, name, _ in listed if not ({f.lower() for f in flags} & NOT_SELECTABLE)}
-    unclaimed = [name for _, _, name, role in listed if role == "none" and name in selectable]
-    by_name = _roles_by_name(unclaimed, taken, namespaces(client))
+    _named_by_settings(client, listed)
+    taken: set[Role] = {m.role for m in listed} | {role for role, _ in _NAMED.get(client, ())}
+    _named_by_names(listed, taken, namespaces(client))
     found = [
-        MailboxInfo(
-            name=name,
-            delimiter=_text(delimiter),
-            role=by_name.get(name, role),
-            selectable=name in selectable,
-        )
-        for _, delimiter, name, role in listed
+        MailboxInfo(name=m.name, delimiter=m.delimiter, role=m.role, role_from=m.role_from, selectable=m.selectable)
+        for m in listed
     ]
     found.sort(key=lambda m: (m.role != "inbox", m.name))
     _ROLES[client] = (time.monotonic(), {m.role: m.name for m in reversed(found) if m.selectable})
@@ -230,9 +279,20 @@ def mailbox_with_role(client: Session, role: Role) -> str | None:
 
 
 def missing_role_advice(client: Session, role: Role) -> str:
-    """What to do when no mailbox has `role`: create one, named the way this server expects."""
+    """What to do when no mailbox has `role`: create the one its setting names, or one named the way this server
+    expects, or name the account's own in the setting (a mailbox in a language `imap.role_names` does not know)."""
+    setting = next((name for named_role, name in ROLE_SETTINGS.items() if named_role == role), None)
+    named = next((name for named_role, name in _NAMED.get(client, ()) if named_role == role), None)
+    if setting and named:
+        return (
+            f"{setting} names {named!r}, which this account has no mailbox of: create it with manage_mailbox "
+            f"(action create), or set {setting} to a mailbox list_mailboxes shows."
+        )
     name = personal_name(client, USUAL_NAME.get(role, role.title()))
-    return f"Create one named {name!r} with manage_mailbox (action create)."
+    advice = f"Create one named {name!r} with manage_mailbox (action create)."
+    if setting:
+        advice += f" If the account keeps its {role} mailbox under another name, set {setting} to that name."
+    return advice
 
 
 #: Cyrus refuses to DELETE a mailbox that was created, deleted and re-created within one second

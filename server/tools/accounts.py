@@ -22,7 +22,7 @@ from imap_mcp.protocol import APPROVAL_TTL, TOKEN_TTL, Guard, channel_for
 
 from ..errors import MailboxError
 from ..imap.kept_flags import said_kept
-from ..imap.mailboxes import list_mailboxes
+from ..imap.mailboxes import MailboxInfo, RoleFrom, list_mailboxes
 from ..imap.pool import ImapPool
 from ..imap.session import Session
 from .reading import DEFAULT_MAX_CHARS, DEFAULT_PAGE_SIZE, MAX_MAX_CHARS, MAX_PAGE_SIZE
@@ -83,6 +83,16 @@ class ImapInfo(BaseModel):
     capabilities: list[CapabilityInfo]
     mailboxes_by_role: dict[str, str] = Field(
         description="The mailbox found for each role (inbox, sent, drafts, trash, junk, archive, all, flagged)."
+    )
+    roles_from: dict[str, RoleFrom] = Field(
+        default_factory=dict,
+        description="Where each role's mailbox came from: setting (IMAP_MAILBOX_SENT, ..., the user's word: it wins), "
+        "special-use or xlist (the server's attribute), name (a usual name, in one of many languages).",
+    )
+    role_settings: dict[str, str] = Field(
+        default_factory=dict,
+        description="The mailbox each IMAP_MAILBOX_* setting of this account names, by role; a role whose mailbox "
+        "the account does not have has none (nothing else takes its place).",
     )
     tools: list[ToolUse] = Field(
         description="What each use of each tool does on this server, from its capabilities, mailboxes and the flags "
@@ -162,32 +172,46 @@ TOKEN_FALLBACK = (
 )
 
 
-def _asked(client: Session) -> tuple[ServerFacts, dict[str, str]]:
-    """What the server shows of what the tools need (capabilities, roles, the flags INBOX keeps), and the first
-    mailbox of each role."""
+def _asked(client: Session) -> tuple[ServerFacts, list[MailboxInfo]]:
+    """What the server shows of what the tools need (capabilities, roles, the flags INBOX keeps), and the mailboxes
+    with their roles."""
     capabilities = frozenset(c.decode("ascii", "replace").upper() for c in client.capabilities())
     mailboxes = list_mailboxes(client)
-    roles: dict[str, str] = {}
-    for mailbox in mailboxes:
-        if mailbox.role != "none":
-            roles.setdefault(mailbox.role, mailbox.name)
     usable = frozenset(mailbox.role for mailbox in mailboxes if mailbox.selectable)
     read_only, kept = said_kept(client, "INBOX")
-    return ServerFacts(capabilities, usable, frozenset() if read_only else kept), roles
+    return ServerFacts(capabilities, usable, frozenset() if read_only else kept), mailboxes
 
 
 async def _imap_info(pool: ImapPool, account: Account) -> ImapInfo:
+    named: dict[str, str] = {role: name for role, name in account.settings.imap.roles}
     try:
-        facts, roles = await pool.run(_asked)
+        facts, mailboxes = await pool.run(_asked)
     except MailboxError as exc:
-        return ImapInfo(reachable=False, problem=str(exc), capabilities=[], mailboxes_by_role={}, tools=[])
+        return ImapInfo(
+            reachable=False, problem=str(exc), capabilities=[], mailboxes_by_role={}, role_settings=named, tools=[]
+        )
+    roles: dict[str, str] = {}
+    roles_from: dict[str, RoleFrom] = {}
+    for mailbox in mailboxes:
+        if mailbox.role != "none" and mailbox.role not in roles:
+            roles[mailbox.role] = mailbox.name
+            if mailbox.role_from is not None:
+                roles_from[mailbox.role] = mailbox.role_from
     capabilities = [
         CapabilityInfo(name=name, present=name in facts.capabilities, effect=effect)
         for name, effect in RELEVANT_CAPABILITIES.items()
     ]
     facts = replace(facts, settings=settings_on(account.settings))
     uses = [_tool_use(readiness) for spec in TOOLS for readiness in spec.readiness(facts)]
-    return ImapInfo(reachable=True, problem=None, capabilities=capabilities, mailboxes_by_role=roles, tools=uses)
+    return ImapInfo(
+        reachable=True,
+        problem=None,
+        capabilities=capabilities,
+        mailboxes_by_role=roles,
+        roles_from=roles_from,
+        role_settings=named,
+        tools=uses,
+    )
 
 
 def _tool_use(readiness: Readiness) -> ToolUse:

@@ -17,8 +17,9 @@ from anyio import to_thread
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import ArgumentError
-from ..imap.lookup import MessageSelection, resolve_selections
-from ..imap.message_ids import MAX_UID
+from ..imap.lookup import MessageSelection, current_ref, resolve_one, resolve_selections
+from ..imap.message_ids import MAX_UID, MessageRef
+from ..imap.pool import ImapPool
 from ..reading.search import SearchQuery
 
 ConfirmToken = Annotated[
@@ -163,3 +164,12 @@ def chosen_by_query(
             "itself, in query.mailbox."
         )
     return query
+
+
+async def one_ref(pool: ImapPool, id: str | None, mailbox: str | None, uid: int | None) -> MessageRef:
+    """The one message named by `id`, or by the deprecated `mailbox` + `uid` (taken in the mailbox as it is now: its
+    UIDVALIDITY is asked, which examines it)."""
+    target = resolve_one(id, mailbox, uid)
+    if target.uidvalidity is not None:
+        return MessageRef(target.mailbox, target.uidvalidity, target.uids[0])
+    return await pool.run(lambda client: current_ref(client, target))

@@ -82,7 +82,7 @@ Mode = Annotated[Literal["move", "copy"], Field(description="move: remove from t
 class MessageChange(BaseModel):
     status: Literal["done", "nothing_to_do", "in_progress", "confirmation_required"] = Field(
         description="done: the change ran; nothing_to_do: nothing was left to change (the messages were gone "
-        "by the time it ran, a copy found them all in the destination already, or a query matched nothing); "
+        "by the time it ran, a copy or move found them all in the destination already, or a query matched nothing); "
         "in_progress: another attempt "
         "of this same approved change is running it right now, this call changed nothing (repeat it later to "
         "learn the outcome); confirmation_required: nothing ran yet, repeat the call with confirm_token."
@@ -98,12 +98,13 @@ class MessageChange(BaseModel):
     )
     already_present_ids: list[str] = Field(
         default_factory=list,
-        description="Copy only: ids not copied again because the destination already holds a message with the "
-        "same Message-ID (a repeated copy). Messages without a Message-ID are always copied.",
+        description="Copy and move: ids not copied or moved because the destination already holds a message with "
+        "the same Message-ID (a repeated copy or move); a move leaves them in the source mailbox (delete them there "
+        "if they are no longer wanted). Messages without a Message-ID are always copied or moved.",
     )
     new_ids: list[str] = Field(description="Ids in the destination, in the order of ids (empty if not reported).")
     missing_count: int = Field(default=0, description="How many messages did not exist (exact).")
-    already_present_count: int = Field(default=0, description="How many were not copied again (exact).")
+    already_present_count: int = Field(default=0, description="How many were not copied or moved (exact).")
     new_count: int = Field(default=0, description="How many new ids the destination reported (exact).")
     rest: str | None = Field(
         default=None,
@@ -276,8 +277,8 @@ async def change_by_query(changer: Changer, ctx: Context, call: ChangeCall, quer
         )
 
     selection, plan = await changer.pool.run(resolve_and_plan)
-    if plan is None:  # a query that matched nothing: nothing to ask about
-        return _nothing_matched(selection, call.operation, call.destination)
+    if plan is None:  # a query that matched nothing (left): nothing to ask about
+        return _nothing_matched(selection, call.operation, call.destination, asked=pin is not None)
     return await _ask_and_run(changer, ctx, call, selection, plan)
 
 
@@ -302,8 +303,12 @@ async def _ask_and_run(
         request = message_change_request(call.tool, plan, call.by_query.criteria, pin.text(), details)
     # requested UIDs that did not exist when planned: never part of the target, nor of the question
     absent = left_out(selection.uids, set(plan.uids))
-    if plan.operation == "copy" and len(plan.already_present) == len(plan.uids):
-        return _nothing_to_copy(request.summary, plan, absent)
+    asked = changer.guard.opened(ctx, call.confirm_token) is not None
+    # an answered move by COPY + UID EXPUNGE (a floor) may find its own copies, made by an attempt that died before
+    # its expunge: the approval ledger decides, and the change finishes that attempt (`changes.once`)
+    finishing = asked and plan.floor is not None
+    if plan.already_present and len(plan.already_present) == len(plan.uids) and not finishing:
+        return _nothing_to_copy(request.summary, plan, absent, asked)
     request = await bound_to_the_store(request, changer.store_url)
     decision = await changer.guard.approve(ctx, request, call.confirm_token)
     channel = decision.channel
@@ -402,10 +407,19 @@ def _pending(target: PlannedMessageChange, absent: tuple[int, ...], token: str) 
     return pending
 
 
+def _after_asking(asked: bool) -> str:
+    """What became of the question, for an answer that changed nothing: no one was asked, or a person's answer
+    (this call carries one) found nothing left to act on."""
+    if asked:
+        return " The person's answer was not used: nothing it covered was left to change."
+    return " Nobody was asked."
+
+
 def _nothing_matched(
-    selection: MessageSelection, operation: MessageOperation, destination: str | None
+    selection: MessageSelection, operation: MessageOperation, destination: str | None, asked: bool
 ) -> CallToolResult:
-    """The answer, without a question, to a query that matched nothing."""
+    """The answer to a query that matched nothing: when asked, nothing of the set the person was asked about is
+    left (gone, or the mailbox was re-created since)."""
     outcome = MessageChange(
         status="nothing_to_do",
         operation=operation,
@@ -417,12 +431,21 @@ def _nothing_matched(
         new_ids=[],
         approved_by=None,
     )
-    text = f"Nothing was changed: no message in {selection.mailbox!r} matches the query. Nobody was asked."
+    if asked:
+        text = (
+            f"Nothing was changed: none of the messages the person was asked about is in {selection.mailbox!r} any "
+            "more (they were deleted or moved, or the mailbox was re-created since)."
+        )
+    else:
+        text = f"Nothing was changed: no message in {selection.mailbox!r} matches the query."
+    text += _after_asking(asked)
     return text_result(text, outcome)
 
 
-def _nothing_to_copy(summary: str, target: PlannedMessageChange, absent: tuple[int, ...]) -> CallToolResult:
-    """The answer, without a question, to a copy whose every message the destination already holds."""
+def _nothing_to_copy(
+    summary: str, target: PlannedMessageChange, absent: tuple[int, ...], asked: bool
+) -> CallToolResult:
+    """The answer, without a question, to a copy or move whose every message the destination already holds."""
     outcome = MessageChange(
         status="nothing_to_do",
         operation=target.operation,
@@ -438,7 +461,7 @@ def _nothing_to_copy(summary: str, target: PlannedMessageChange, absent: tuple[i
         approved_by=None,
     )
     outcome.rest = _rest(outcome, (), absent)
-    return text_result(_describe(summary, outcome, ()) + " Nobody was asked.", outcome)
+    return text_result(_describe(summary, outcome, ()) + _after_asking(asked), outcome)
 
 
 def _describe(summary: str, outcome: MessageChange, new_uids: tuple[int, ...]) -> str:
@@ -447,9 +470,11 @@ def _describe(summary: str, outcome: MessageChange, new_uids: tuple[int, ...]) -
     else:
         text = f"Done ({outcome.approved_by}): {summary}. Changed {outcome.count} message(s)."
     if outcome.already_present_count:
-        text += (
-            f" {outcome.already_present_count} already had a copy in {outcome.destination!r} (same Message-ID) "
+        text += f" {outcome.already_present_count} already had a copy in {outcome.destination!r} (same Message-ID) " + (
             "and were not copied again."
+            if outcome.operation == "copy"
+            else f"and were not moved: they are still in {outcome.mailbox!r} (already_present_ids); delete them "
+            "there if they are no longer wanted."
         )
     if outcome.missing_count:
         text += f" {outcome.missing_count} did not exist (any more) and were left alone."
@@ -498,7 +523,9 @@ def register(mcp: MCPServer, pool: ImapPool, guard: Guard, store_url: str, clock
             "Move (mode 'move') or copy (mode 'copy') messages to another mailbox, named by ids or by query "
             "(search_messages's filters); returns their new ids (a large change: counts and ranges). A person "
             "is always asked to approve first, for both modes, in a dialog where the client can show one; otherwise "
-            "the first call returns a confirm_token and changes nothing." + REPEATING
+            "the first call returns a confirm_token and changes nothing. A copy or a move skips messages whose "
+            "Message-ID the destination already holds (a move leaves them in the source: nothing is duplicated, "
+            "nothing lost)." + REPEATING
         ),
     )
     async def move_messages(

@@ -381,13 +381,17 @@ def register(
         ),
     )
     async def send_draft(
-        id: Annotated[str, Field(description="The draft's id (imap.…), as save_draft or search_messages gave it.")],
         ctx: Context,
+        id: Annotated[
+            str | None, Field(description="The draft's id (imap.…), as save_draft or search_messages gave it.")
+        ] = None,
         attachments: Attachments = (),
         save_to_sent: SaveToSent = True,
         confirm_token: ConfirmToken = None,
+        mailbox: DeprecatedMailbox = None,
+        uid: DeprecatedUid = None,
     ) -> Annotated[CallToolResult, SendResult] | InputRequiredResult:
-        target = resolve_one(id, None, None)
+        target = resolve_one(id, mailbox, uid)
         ref = await pool.run(lambda c: current_ref(c, target))
         try:
             saved = await pool.run(lambda c: read_draft(c, ref, from_address))
@@ -429,9 +433,11 @@ def register(
         ),
     )
     async def forward_message(
-        id: Annotated[str, Field(description="The id (imap.…) of the message to forward, as a tool returned it.")],
         to: To,
         ctx: Context,
+        id: Annotated[
+            str | None, Field(description="The id (imap.…) of the message to forward, as a tool returned it.")
+        ] = None,
         body: Annotated[
             str, Field(max_length=MAX_BODY_CHARS, description="A note above the forwarded message (plain text).")
         ] = "",
@@ -443,9 +449,11 @@ def register(
         ] = "inline",
         save_to_sent: SaveToSent = True,
         confirm_token: ConfirmToken = None,
+        mailbox: DeprecatedMailbox = None,
+        uid: DeprecatedUid = None,
     ) -> Annotated[CallToolResult, SendResult] | InputRequiredResult:
         recipients, note = parse_recipients(to, cc, bcc), check_body(body)
-        target = resolve_one(id, None, None)
+        target = resolve_one(id, mailbox, uid)
         original = await pool.run(InMailbox(target.mailbox, _reader(mode, target, files.max_message_bytes)))
         forwarded = forward(from_address, recipients, note, original, mode)
         outgoing = Outgoing(from_address, recipients, forwarded.build, forwarded.payloads)

@@ -64,7 +64,7 @@ from ..reading.summaries import SummaryCache, judged
 from ..reading.thread_bodies import add_bodies
 from ..reading.threads import DEFAULT_MAX_MESSAGES, MAX_MAX_MESSAGES, Gathered, Memory, Thread, gather, thread_of
 from ..reading.warnings import Judge
-from .arguments import DeprecatedMailbox, DeprecatedUid, SearchText, checked_search_query
+from .arguments import DeprecatedMailbox, DeprecatedUid, SearchText, checked_search_query, one_ref
 from .cancellation import CallCancelled, noting_cancellation, progress_from_thread
 from .registry import TOOL_NAMES, offer
 from .results import fenced_result, log_change
@@ -361,7 +361,7 @@ def register_get_thread(mcp: MCPServer, pool: ImapPool, judging: Judging, memory
         ),
     )
     async def get_thread(
-        id: Annotated[str, Field(min_length=1, description="The id of any message of the conversation.")],
+        id: Annotated[str | None, Field(min_length=1, description="The id of any message of the conversation.")] = None,
         max_messages: Annotated[
             int,
             Field(
@@ -374,8 +374,10 @@ def register_get_thread(mcp: MCPServer, pool: ImapPool, judging: Judging, memory
         max_chars: Annotated[
             int, Field(ge=1, le=MAX_MAX_CHARS, description="With include_bodies: characters of text in all.")
         ] = DEFAULT_MAX_CHARS,
+        mailbox: DeprecatedMailbox = None,
+        uid: DeprecatedUid = None,
     ) -> Annotated[CallToolResult, Thread]:
-        reads = ConversationReads(pool, decode_id(id))
+        reads = ConversationReads(pool, await one_ref(pool, id, mailbox, uid))
         thread = thread_of(await reads.gather(memory), max_messages)
         if include_bodies:
             await add_bodies(thread, reads.in_start_mailbox, reads.elsewhere, max_chars)

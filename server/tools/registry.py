@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -31,6 +31,7 @@ from ..imap.permanent_flags import SETTABLE_SYSTEM_FLAGS, keeps, keeps_new_keywo
 if TYPE_CHECKING:  # the SDK is imported where tools are registered, not with the table (the CLI reads it)
     from mcp.server.mcpserver import MCPServer
     from mcp.types import ToolAnnotations
+    from pydantic import ValidationError
 
     from imap_mcp.protocol import Guard
 
@@ -212,6 +213,9 @@ class ToolSpec:
     uses: tuple[str, ...] = ()
     #: what it needs of the mail server (and of settings) to work as documented, and what happens without each
     requires: tuple[Need, ...] = ()
+    #: how it names messages: `id` (one; or the deprecated `mailbox` + `uid`), `ids` (several, of one mailbox; or
+    #: `mailbox` + `uids`); None: it takes no message (`offer` holds every tool to what this says)
+    names_messages: Literal["id", "ids"] | None = None
 
     def readiness(self, facts: ServerFacts) -> list[Readiness]:
         """Each use of this tool on a server with `facts`: works, degrades, refused, or off (not offered)."""
@@ -290,7 +294,9 @@ _WEBHOOKS_ON = Need(
 _SENT_USES = ("save_to_sent: true", "save_to_sent: false")
 
 
-def _sending(name: str, title: str, requires: tuple[Need, ...]) -> ToolSpec:
+def _sending(
+    name: str, title: str, requires: tuple[Need, ...], names_messages: Literal["id"] | None = None
+) -> ToolSpec:
     """A tool that sends mail: asked every time, offered with SMTP_HOST, its uses and needs those of a send."""
     return ToolSpec(
         name,
@@ -305,6 +311,7 @@ def _sending(name: str, title: str, requires: tuple[Need, ...]) -> ToolSpec:
         needs="SMTP_HOST",
         uses=_SENT_USES,
         requires=requires,
+        names_messages=names_messages,
     )
 
 
@@ -358,10 +365,18 @@ TOOLS: tuple[ToolSpec, ...] = (
             ),
         ),
     ),
-    ToolSpec("get_message", "reading", "Read a message", True, False, True, "never"),
-    ToolSpec("get_thread", "reading", "Read a conversation", True, False, True, "never"),
+    ToolSpec("get_message", "reading", "Read a message", True, False, True, "never", names_messages="id"),
+    ToolSpec("get_thread", "reading", "Read a conversation", True, False, True, "never", names_messages="id"),
     ToolSpec(
-        "get_attachments", "reading", "Get attachments", True, False, True, "never", writes_when="IMAP_DOWNLOAD_DIR"
+        "get_attachments",
+        "reading",
+        "Get attachments",
+        True,
+        False,
+        True,
+        "never",
+        writes_when="IMAP_DOWNLOAD_DIR",
+        names_messages="id",
     ),
     ToolSpec(
         "list_new_messages",
@@ -390,6 +405,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         True,
         "never",
         uses=("flags", "keywords"),
+        names_messages="ids",
         requires=(
             *(
                 Need(
@@ -415,6 +431,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "always",
         asking=_ALWAYS,
         uses=("permanent: false", "permanent: true"),
+        names_messages="ids",
         requires=(
             Need(
                 RoleMailbox("trash"),
@@ -441,6 +458,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "always",
         asking=_ALWAYS,
         uses=("mode: move", "mode: copy"),
+        names_messages="ids",
         requires=(
             *_moving("mode: move", "mode copy still works"),
             Need(
@@ -462,7 +480,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         requires=(Need(RoleMailbox("drafts"), "refused", "create a Drafts mailbox"),),
     ),
     _sending("send_message", "Send an email", _saving_to_sent()),
-    _sending("reply_to_message", "Reply to a message", _saving_to_sent()),
+    _sending("reply_to_message", "Reply to a message", _saving_to_sent(), "id"),
     _sending(
         "send_draft",
         "Send a draft",
@@ -475,6 +493,7 @@ TOOLS: tuple[ToolSpec, ...] = (
                 "the draft is sent but stays in Drafts (nothing can expunge exactly it); delete it there",
             ),
         ),
+        "id",
     ),
     _sending(
         "forward_message",
@@ -487,6 +506,7 @@ TOOLS: tuple[ToolSpec, ...] = (
                 "the message is forwarded, but the original is not marked $Forwarded (the result says so)",
             ),
         ),
+        "id",
     ),
     ToolSpec("get_server_info", "accounts", "Describe this server", True, False, True, "never"),
     ToolSpec("get_webhook_status", "webhooks", "Get webhook status", True, False, True, "never", open_world=False),
@@ -543,6 +563,18 @@ def refusal(spec: ToolSpec, exc: ImapMcpError) -> str:
     return spec.refused_prefix + str(exc)
 
 
+def arguments_refused(
+    tool: str, refused: ValidationError, schema: Mapping[str, Any], arguments: Mapping[str, Any]
+) -> Exception:
+    """The tool error for arguments the tool's model refused (`refused`, pydantic's ValidationError), in imap-mcp's
+    words (`argument_errors.in_our_words`), never pydantic's report; every tool raises it (`tool_shapes`)."""
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from .argument_errors import in_our_words
+
+    return ToolError(f"Error executing tool {tool}: {in_our_words(refused, schema, arguments)}")
+
+
 def translated(spec: ToolSpec, function: ToolFunction) -> ToolFunction:
     """`function` with every exception it raises turned into the tool's result (see the module docstring)."""
     from mcp.server.mcpserver.exceptions import ToolError
@@ -564,11 +596,32 @@ def translated(spec: ToolSpec, function: ToolFunction) -> ToolFunction:
     return tool  # type: ignore[return-value]
 
 
+#: the arguments a tool takes to name messages, by `ToolSpec.names_messages`: the id form and the deprecated form
+MESSAGE_ARGUMENTS: dict[str, frozenset[str]] = {
+    "id": frozenset({"id", "mailbox", "uid"}),
+    "ids": frozenset({"ids", "mailbox", "uids"}),
+}
+
+
+def check_message_arguments(spec: ToolSpec, function: Callable[..., Any]) -> None:
+    """Refuse (ValueError, at registration) a function that names messages otherwise than its `spec` says: every
+    tool that takes `id` also takes `mailbox` + `uid`, every one that takes `ids` `mailbox` + `uids`."""
+    parameters = set(inspect.signature(function).parameters)
+    wanted = MESSAGE_ARGUMENTS.get(spec.names_messages or "", frozenset())
+    named = parameters & {"id", "ids"}
+    if not wanted <= parameters or named != wanted & {"id", "ids"}:
+        raise ValueError(
+            f"{spec.name} takes {sorted(parameters & (MESSAGE_ARGUMENTS['id'] | MESSAGE_ARGUMENTS['ids']))}, but "
+            f"the registry says it names messages by {spec.names_messages}: it must take {sorted(wanted)}"
+        )
+
+
 def offer(
     mcp: MCPServer, name: str, *, description: str, guard: Guard | None = None, writes: bool = False
 ) -> Callable[[ToolFunction], ToolFunction]:
     """Register the decorated function as the tool `name` of the registry; through `guard` when it asks a person
-    (so the guard knows it by name). `writes`: its `writes_when` setting is set."""
+    (so the guard knows it by name). `writes`: its `writes_when` setting is set. A function that names messages
+    otherwise than the registry says (`names_messages`) is refused."""
     spec = BY_NAME[name]
     if (spec.asks != "never") != (guard is not None):
         raise ValueError(
@@ -577,6 +630,7 @@ def offer(
     options: dict[str, Any] = {"title": spec.title, "description": description, "annotations": spec.annotations(writes)}
 
     def register(function: ToolFunction) -> ToolFunction:
+        check_message_arguments(spec, function)
         wrapped = translated(spec, function)
         if guard is not None:
             guard.tool(mcp, name, **options)(wrapped)

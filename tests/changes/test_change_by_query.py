@@ -36,6 +36,7 @@ from harness import (
 )
 from mcp import Client
 from mcp.client.stdio import stdio_client
+from mcp.types import CallToolResult, TextContent
 
 from imap_mcp.server.changes import by_query
 from imap_mcp.server.changes.messages import BATCH
@@ -215,7 +216,8 @@ async def progress_of_a_long_change(account: Account, server: Any, mode: str) ->
     notified = ProgressNotifications()
     async with Client(server, mode=mode, elicitation_callback=Person(), message_handler=notified) as client:
         result = await client.call_tool("move_messages", args, progress_callback=progress)
-        quiet = await client.call_tool("move_messages", {**args, "mode": "move"})  # no progress token: none sent
+        # no progress token: none sent; into Junk, as Archive holds them now (a move never duplicates)
+        quiet = await client.call_tool("move_messages", {**args, "destination": "Junk", "mode": "move"})
     assert structured(result)["count"] == count and structured(quiet)["count"] == count
     assert len(notified.progress) == len(seen)
     assert [(done, total) for done, total, _ in seen] == [(BATCH, count), (2 * BATCH, count), (count, count)]
@@ -405,3 +407,31 @@ async def test_a_2025_session_over_http_answers_a_cancelled_move_request_cancell
     assert acknowledged.status_code == 202
     assert rest == [{"jsonrpc": "2.0", "id": 3, "error": {"code": -32800, "message": "Request cancelled"}}]
     assert_whole_batches_moved(account, sent, stopped)
+
+
+@pytest.mark.parametrize("gone", ["recreated", "emptied"])
+async def test_an_answer_that_finds_nothing_left_never_says_nobody_was_asked(account: Account, gone: str) -> None:
+    """A delete by query, asked about in a dialog; before the answer comes, the mailbox is re-created (a new
+    UIDVALIDITY, nothing in it matching) or its messages are moved away: nothing is changed, and the answer says
+    the person's answer was not used, never that nobody was asked (issue 39 item 8)."""
+    folder = f"Q{uuid.uuid4().hex[:8]}"
+    direct = account.imap()
+    direct.create_folder(folder)
+    direct.logout()
+    append_message(account, mail("asked about"), folder)
+    args = {"query": {"mailbox": folder}}
+    async with served(account, mode="2026-07-28", elicitation_callback=Person()) as client:
+        asked = await ask(client, "delete_messages", args)
+        direct = account.imap()
+        if gone == "recreated":
+            direct.delete_folder(folder)
+            direct.create_folder(folder)
+        else:
+            direct.select_folder(folder)
+            direct.move(direct.search("ALL"), "Archive")
+        direct.logout()
+        result = await answer(client, "delete_messages", args, asked.request_state)
+    assert isinstance(result, CallToolResult) and isinstance(result.content[0], TextContent)
+    text = result.content[0].text
+    assert structured(result)["status"] == "nothing_to_do" and "Nobody was asked" not in text
+    assert "none of the messages the person was asked about" in text and "answer was not used" in text

@@ -12,7 +12,8 @@ from harness import new_account as fresh_account
 from mcp.types import TextContent
 
 from imap_mcp.server.demo.sample_mail import seed
-from imap_mcp.server.imap.message_ids import MessageRef
+from imap_mcp.server.imap.by_message_id import parse_message_id
+from imap_mcp.server.imap.message_ids import MessageRef, decode_id
 from imap_mcp.server.imap.uid_sets import compress, expand
 from imap_mcp.server.tools.results import LISTED_IDS_MAX
 
@@ -154,6 +155,80 @@ async def test_a_move_to_inbox_in_another_case_names_it_inbox(account: Account) 
     result = await move(account, {"ids": archived, "destination": "inbox"})
     assert result.structured_content["destination"] == "INBOX"
     assert result.structured_content["new_ids"] == message_ids(account, "INBOX")[-1:]
+
+
+def message_id_census(account: Account, mailbox: str) -> list[str]:
+    """Every Message-ID in `mailbox` (named as `Account.mailbox` takes it), sorted, one entry per message."""
+    client = account.imap()
+    try:
+        client.select_folder(account.mailbox(mailbox), readonly=True)
+        fetched = client.fetch(client.search("ALL"), ["BODY.PEEK[HEADER.FIELDS (MESSAGE-ID)]"])
+    finally:
+        client.logout()
+    return sorted(
+        str(parse_message_id(next(v for k, v in data.items() if k.startswith(b"BODY[HEADER"))))
+        for data in fetched.values()
+    )
+
+
+def copied_directly(account: Account, ids: list[str], destination: str) -> None:
+    """COPY the messages of `ids` (of INBOX) into `destination` straight on the server: another client did it."""
+    client = account.imap()
+    try:
+        client.select_folder("INBOX")
+        client.copy([decode_id(i).uid for i in ids], account.mailbox(destination))
+    finally:
+        client.logout()
+
+
+@pytest.mark.matrix
+@pytest.mark.parametrize("without_move", [False, True], ids=["move", "copy-expunge"])
+async def test_a_move_never_duplicates_what_the_destination_holds(account: Account, without_move: bool) -> None:
+    """Moving three messages into Archive, which holds two of them already (same Message-ID, copied by another
+    client, as a Gmail-like layout shows one message in several mailboxes): the third is moved, the two are
+    neither moved nor copied and stay in INBOX (`already_present`), and Archive holds each Message-ID once; the
+    answer says so. Mailutils, with neither MOVE nor UIDPLUS, refuses the move, changing
+    nothing."""
+    ids = message_ids(account, "INBOX")[:3]
+    copied_directly(account, ids[:2], "Archive")
+    archived = message_id_census(account, "Archive")
+    person = Person()
+    pool = pool_without(account, ("MOVE",)) if without_move else None
+    async with served(account, pool=pool, mode="legacy", elicitation_callback=person) as client:
+        result = await client.call_tool("move_messages", account.on_server({"ids": ids, "destination": "Archive"}))
+    if account.server_name == "mailutils":
+        assert "neither MOVE nor UIDPLUS" in error_text(result)
+        assert message_id_census(account, "Archive") == archived
+        return
+    content = result.structured_content
+    assert content["status"] == "done" and content["count"] == 1 and content["ids"] == ids[2:]
+    assert content["already_present_ids"] == ids[:2] and content["already_present_count"] == 2
+    assert isinstance(result.content[0], TextContent)
+    assert "were not moved: they are still in" in result.content[0].text
+    assert len(person.shown) == 1  # asked about all three: the question stays the same whatever a replay finds
+    assert message_ids(account, "INBOX")[:2] == ids[:2]
+    census = message_id_census(account, "Archive")
+    assert len(census) == len(set(census)) == len(archived) + 1
+
+
+@pytest.mark.matrix
+async def test_a_move_whose_messages_are_all_in_the_destination_asks_no_one(account: Account) -> None:
+    """Every message already in the destination: nothing to move, nobody asked, nothing changed."""
+    ids = message_ids(account, "INBOX")[:2]
+    copied_directly(account, ids, "Archive")
+    archived = message_id_census(account, "Archive")
+    person = Person()
+    async with served(account, mode="2026-07-28", elicitation_callback=person) as client:
+        result = await client.call_tool("move_messages", account.on_server({"ids": ids, "destination": "Archive"}))
+    if account.server_name == "mailutils":
+        assert "neither MOVE nor UIDPLUS" in error_text(result)
+    else:
+        content = result.structured_content
+        assert content["status"] == "nothing_to_do" and content["already_present_ids"] == ids
+        assert isinstance(result.content[0], TextContent)
+        assert "Nobody was asked" in result.content[0].text and person.shown == []
+    assert message_ids(account, "INBOX")[:2] == ids
+    assert message_id_census(account, "Archive") == archived
 
 
 @pytest.mark.matrix

@@ -259,12 +259,22 @@ async def test_an_id_whose_mailbox_was_deleted_says_so(account: Account) -> None
     [
         pytest.param({}, "Give the message id", id="nothing"),
         pytest.param({"id": "42"}, "not a message id", id="not-an-id"),
-        pytest.param({"mailbox": "INBOX", "uid": "1:*"}, "valid integer", id="range-as-uid"),
-        pytest.param({"mailbox": "INBOX", "uid": 0}, "greater than or equal to 1", id="uid-zero"),
+        pytest.param(
+            {"mailbox": "INBOX", "uid": "1:*"},
+            "'uid' was given \"1:*\"; accepted: a whole number from 1",
+            id="range-as-uid",
+        ),
+        pytest.param(
+            {"mailbox": "INBOX", "uid": 0}, "'uid' was given 0; accepted: a whole number from 1", id="uid-zero"
+        ),
         pytest.param({"mailbox": "INBOX"}, "Give the message id", id="mailbox-without-uid"),
         pytest.param({"mailbox": "INBOX", "uid": 999}, "deleted or moved", id="no-such-uid"),
         pytest.param({"id": encode_id(MessageRef("Nowhere", 1, 1))}, "list_mailboxes", id="no-such-mailbox"),
-        pytest.param({"mailbox": "INBOX", "uid": 1, "max_chars": 200_001}, "less than or equal to 200000", id="max"),
+        pytest.param(
+            {"mailbox": "INBOX", "uid": 1, "max_chars": 200_001},
+            "'max_chars' was given 200001; accepted: a whole number from 1 to 200000",
+            id="max",
+        ),
     ],
 )
 async def test_argument_mistakes_are_tool_errors(account: Account, arguments: dict[str, Any], says: str) -> None:

@@ -129,15 +129,23 @@ async def test_a_message_that_arrives_later_is_found_by_a_warm_process(account: 
 @pytest.mark.parametrize(
     ("arguments", "says"),
     [
-        pytest.param({"limit": 101}, "less than or equal to 100", id="limit-too-big"),
-        pytest.param({"limit": 0}, "greater than or equal to 1", id="limit-zero"),
-        pytest.param({"offset": -1}, "greater than or equal to 0", id="negative-offset"),
-        pytest.param({"since": "12/10/2026"}, "date", id="bad-date"),
+        pytest.param(
+            {"limit": 101}, "'limit' was given 101; accepted: a whole number from 1 to 100", id="limit-too-big"
+        ),
+        pytest.param({"limit": 0}, "'limit' was given 0; accepted: a whole number from 1", id="limit-zero"),
+        pytest.param({"offset": -1}, "'offset' was given -1; accepted: a whole number", id="negative-offset"),
+        pytest.param({"since": "12/10/2026"}, "accepted: a date, YYYY-MM-DD", id="bad-date"),
         pytest.param({"since": "0001-01-01"}, "give a date from 1900-01-01 on", id="since-year-1"),
         pytest.param({"before": "0999-01-01"}, "give a date from 1900-01-01 on", id="before-year-999"),
         pytest.param({"since": "2026-10-09", "before": "2026-10-09"}, "must be earlier than before", id="empty-range"),
-        pytest.param({"subject": "a\r\nb"}, "pattern", id="line-break-in-text"),
-        pytest.param({"subject": ""}, "at least 1 character", id="empty-text"),
+        pytest.param(
+            {"subject": "a\r\nb"},
+            "'subject' was given \"a\\r\\nb\"; accepted: text of 1 to 500 characters matching",
+            id="line-break-in-text",
+        ),
+        pytest.param(
+            {"subject": ""}, "'subject' was given \"\"; accepted: text of 1 to 500 characters", id="empty-text"
+        ),
         pytest.param({"mailbox": "No such folder"}, "list_mailboxes", id="unknown-mailbox"),
     ],
 )
