@@ -319,11 +319,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         run_webhook(chosen.settings, args)
     else:
         from .accounts.serving import account_server
-        from .startup import announce
+        from .imap.pool import ImapPool
+        from .startup import announce, check_login_in_background
         from .transports import run_stdio
 
         announce(accounts, http=False)
-        run_stdio(account_server(chosen))
+        pool = ImapPool(chosen.settings.imap)
+        check_login_in_background(pool)
+        run_stdio(account_server(chosen, pool))
 
 
 def run_check_command(settings: Settings, write_test: bool = False) -> None:
