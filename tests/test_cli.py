@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -73,9 +74,10 @@ def test_help_names_every_command() -> None:
 
 
 @pytest.mark.slow
-async def test_demo_serves_the_sample_mailbox() -> None:
+async def test_demo_serves_the_sample_mailbox_and_ctrl_c_removes_all_it_made(tmp_path: Path) -> None:
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("IMAP_")}
+    env["XDG_STATE_HOME"] = str(tmp_path)  # where the user's own store would be: the demo leaves it alone
     process = subprocess.Popen(
         [sys.executable, "-m", "imap_mcp.server", "demo", "--port", str(port)],
         env=env,
@@ -93,10 +95,15 @@ async def test_demo_serves_the_sample_mailbox() -> None:
         names = {m["name"]: m["role"] for m in result.structured_content["mailboxes"]}
         assert names["INBOX"] == "inbox" and names["Sent"] == "sent" and names["Archive"] == "archive"
         assert "Projects/Entwürfe" in names
+        said = iter(process.stdout.readline, "")  # type: ignore[union-attr]
+        folder = next(found for line in said if (found := re.findall(r"The demo keeps everything in (\S+):", line)))[0]
+        assert Path(folder).is_dir()
     finally:
-        process.terminate()
-        process.wait(timeout=15)
-    assert process.returncode == 0, process.stderr.read()  # type: ignore[union-attr]
+        process.send_signal(signal.SIGINT)  # Ctrl-C
+        _, err = process.communicate(timeout=15)
+    assert process.returncode == 0, err
+    assert not Path(folder).exists() and "Traceback" not in err
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.slow
