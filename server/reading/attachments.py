@@ -40,6 +40,7 @@ from ..imap.pool import Examined
 from ..imap.session import Session
 from .executables import executable_reason, file_reason
 from .fence import Fenced, SenderLine
+from .part_sizes import with_decoded_sizes
 from .parts import Part, attachments, decoded_stream
 from .reader import MessageContent, MessageGone, structure_of
 
@@ -275,7 +276,8 @@ def message_attachments(client: Session, examined: Examined, target: MessageSele
         raise MessageGone(
             f"No message with UID {ref.uid} in mailbox {ref.mailbox!r}: it was deleted or moved. Search again."
         )
-    return ref.uid, attachments(structure_of(data, MessageRef(ref.mailbox, examined.uidvalidity, ref.uid)))
+    found = attachments(structure_of(data, MessageRef(ref.mailbox, examined.uidvalidity, ref.uid)))
+    return ref.uid, with_decoded_sizes(client, ref.uid, found)
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,7 @@ from .body_choice import CHOSEN_BECAUSE, BodyFormat, ChosenBecause, is_stub, pla
 from .fence import Fenced, SenderBlock, SenderLine, imitates_fence
 from .html_text import Converted, convert_html
 from .invisible import without_invisible
+from .part_sizes import with_decoded_sizes
 from .parts import (
     Node,
     Part,
@@ -86,7 +87,10 @@ class AttachmentInfo(BaseModel):
     part_id: str = Field(description="IMAP part id; pass it to get_attachments to fetch only this one.")
     filename: SenderLine | None = Field(description="File name as the sender gave it, decoded; may be absent.")
     content_type: str = Field(alias="type", description="MIME type, e.g. application/pdf.")
-    size: int = Field(description="Approximate size in bytes once decoded.")
+    size: int = Field(
+        description="Bytes once decoded, the size get_attachments delivers: exact, but for a large "
+        "quoted-printable attachment on a server without BINARY (then estimated from its stored size)."
+    )
     executable: bool = Field(
         default=False,
         description="True when its declared type, its name or its first bytes say it runs when opened (a program, "
@@ -407,7 +411,7 @@ def fetch_message(
             tuple(results_headers(_section(data, b"BODY[HEADER", holding=AUTHENTICATION_FIELD.encode()))),
         ),
         body=texts[0] if texts else None,
-        attachments=attachments(structure),
+        attachments=with_decoded_sizes(client, ref.uid, attachments(structure)),
         choice=choice,
     )
 
