@@ -126,31 +126,36 @@ def deliver_to_inbox(imap: ImapSettings, raw: bytes) -> None:
         close(client)
 
 
+@contextlib.contextmanager
+def demo_mailbox(folder: Path, password: str) -> Iterator[Settings]:
+    """While in the block: the demo's private Dovecot (in `folder`) with the sample mail, and the SMTP sink that
+    delivers into its INBOX; their settings, with the store in `folder`. `DovecotError` when Dovecot cannot run."""
+    dovecot = Dovecot(users={DEMO_USER: password}, base=folder)
+    dovecot.start()
+    try:
+        imap = demo_imap(dovecot, password)
+        client = connect(imap)
+        try:
+            seed(client)
+        finally:
+            close(client)
+        with SmtpSink(partial(deliver_to_inbox, imap)) as sink:
+            yield demo_settings(imap, sink.port, demo_store_url(folder))
+    finally:
+        dovecot.stop()
+
+
 def run_demo(host: str, port: int) -> None:
     sock = listen_or_exit(host, port)
-    password = secrets.token_urlsafe(16)
-    with demo_folder() as folder:
-        try:
-            dovecot = Dovecot(users={DEMO_USER: password}, base=folder)
-            dovecot.start()
-        except DovecotError as exc:
-            print(f"imap-mcp: {exc}", file=sys.stderr)
-            raise SystemExit(1) from None
-        try:
-            imap = demo_imap(dovecot, password)
-            client = connect(imap)
-            try:
-                seed(client)
-            finally:
-                close(client)
-            with SmtpSink(partial(deliver_to_inbox, imap)) as sink:
-                settings = demo_settings(imap, sink.port, demo_store_url(folder))
-                mcp = build_server(settings)
-                print(connection_help(mcp_url(host, port), settings, folder), flush=True)
-                # uvicorn re-raises SIGINT (Ctrl-C) and SIGTERM after its graceful shutdown: exit normally instead,
-                # so that Dovecot is stopped and the demo's folder removed without a traceback
-                for stop in (signal.SIGINT, signal.SIGTERM):
-                    signal.signal(stop, lambda *_: sys.exit(0))
-                run_http(mcp, sock)
-        finally:
-            dovecot.stop()
+    try:
+        with demo_folder() as folder, demo_mailbox(folder, secrets.token_urlsafe(16)) as settings:
+            mcp = build_server(settings)
+            print(connection_help(mcp_url(host, port), settings, folder), flush=True)
+            # uvicorn re-raises SIGINT (Ctrl-C) and SIGTERM after its graceful shutdown: exit normally instead,
+            # so that Dovecot is stopped and the demo's folder removed without a traceback
+            for stop in (signal.SIGINT, signal.SIGTERM):
+                signal.signal(stop, lambda *_: sys.exit(0))
+            run_http(mcp, sock)
+    except DovecotError as exc:
+        print(f"imap-mcp: {exc}", file=sys.stderr)
+        raise SystemExit(1) from None
