@@ -56,7 +56,7 @@ def test_the_exit_code_of_configuration_errors_is_one_and_documented() -> None:
 
 def _slugs(page: str) -> set[str]:
     """The anchors of a docs page's headings, README sections included, as the site's toc makes them."""
-    from markdown.extensions.toc import slugify
+    from markdown.extensions.toc import slugify  # type: ignore[import-untyped]
 
     hooks: dict[str, Any] = {"__name__": "docs_hooks", "__file__": str(ROOT / "docs" / "hooks.py")}
     exec(compile((ROOT / "docs" / "hooks.py").read_text(), "docs/hooks.py", "exec"), hooks)  # no __pycache__ in docs/

@@ -68,7 +68,7 @@ CALLS: tuple[tuple[str, Callable[[Found], dict[str, Any]]], ...] = (
     ("manage_mailbox", lambda found: {"action": "create", "mailbox": "Receipts"}),
     (
         "save_draft",
-        lambda found: {"to": ["alice@example.com"], "subject": "Agenda for Monday", "body": "Draft agenda:\n- budget\n"},
+        lambda found: {"to": ["alice@example.com"], "subject": "Agenda for Monday", "body": "Agenda:\n- budget\n"},
     ),
     (
         "send_message",

@@ -19,7 +19,7 @@ async def _sizes(account: Account) -> list[tuple[list[int], list[int]]]:
     found = []
     async with served(account, mode="2026-07-28") as client:
         listed = await client.call_tool("search_messages", {"mailbox": "INBOX"})
-        for message in listed.structured_content["messages"]:  # type: ignore[index]
+        for message in listed.structured_content["messages"]:
             shown = (await client.call_tool("get_message", {"id": message["id"]})).structured_content
             if shown and shown["attachments"]:
                 got = (await client.call_tool("get_attachments", {"id": message["id"]})).structured_content
