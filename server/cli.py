@@ -146,7 +146,8 @@ def build_parser() -> argparse.ArgumentParser:
     stdio = command(
         "stdio",
         "serve over stdio (the default)",
-        "Serve MCP over stdin/stdout, for a desktop client that starts imap-mcp itself.",
+        "Serve MCP over stdin/stdout, for a desktop client that starts imap-mcp itself. It logs in once at start, "
+        "in the background: a login that fails is one line on stderr (never the password).",
         ACCOUNT_SETTINGS,
         SENDING_SETTINGS,
         SERVING_SETTINGS,
