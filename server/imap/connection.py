@@ -38,7 +38,7 @@ class MailboxUnavailable(MailboxError):
     """The IMAP server could not be reached or refused the login; the message says what to check."""
 
 
-class _ImplicitTlsPort(Exception):
+class _ImplicitTlsPort(MailboxError):
     """The port waits for a TLS handshake where a plain-text greeting was due (`tls_mismatch`)."""
 
 
