@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import re
 from pathlib import Path
-from typing import Any
 
 from imap_mcp.server import cli, config
 
@@ -57,10 +56,9 @@ def test_the_exit_code_of_configuration_errors_is_one_and_documented() -> None:
 def _slugs(page: str) -> set[str]:
     """The anchors of a docs page's headings, README sections included, as the site's toc makes them."""
     from markdown.extensions.toc import slugify  # type: ignore[import-untyped]
+    from test_docs_site import docs_hooks
 
-    hooks: dict[str, Any] = {"__name__": "docs_hooks", "__file__": str(ROOT / "docs" / "hooks.py")}
-    exec(compile((ROOT / "docs" / "hooks.py").read_text(), "docs/hooks.py", "exec"), hooks)  # no __pycache__ in docs/
-    text = hooks["on_page_markdown"]((ROOT / "docs" / page).read_text(), None, None, None)
+    text = docs_hooks()["on_page_markdown"]((ROOT / "docs" / page).read_text(), None, None, None)
     return {slugify(title.strip(), "-") for title in re.findall(r"^#+ (.+)$", text, re.M)}
 
 

@@ -17,6 +17,7 @@ import subprocess
 from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -63,6 +64,30 @@ class _Page(HTMLParser):
             self._heading[1].append(data)
         if not self._hidden:
             (self.code if self._code else self.text).append(data)
+
+
+def docs_hooks() -> dict[str, Any]:
+    """docs/hooks.py's names, loaded as MkDocs loads it (without writing a __pycache__ into docs/)."""
+    path = ROOT / "docs" / "hooks.py"
+    hooks: dict[str, Any] = {"__name__": "docs_hooks", "__file__": str(path)}
+    exec(compile(path.read_text(), str(path), "exec"), hooks)
+    return hooks
+
+
+def test_without_dovecot_the_build_fails_saying_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Never a tools page without its examples: the build stops with the reason as its one error line."""
+    from mkdocs.exceptions import PluginError
+
+    from imap_mcp.server.demo import examples
+    from imap_mcp.server.demo.dovecot import DovecotError
+
+    def no_dovecot() -> None:
+        raise DovecotError("Dovecot is not installed. Install it with: sudo apt-get install -y dovecot-imapd")
+
+    monkeypatch.setattr(examples, "tool_examples", no_dovecot)
+    with pytest.raises(PluginError) as failed:
+        docs_hooks()["tools_page"]()
+    assert "against the demo's private Dovecot" in str(failed.value) and "dovecot-imapd" in str(failed.value)
 
 
 def build_site(into: Path) -> Path:

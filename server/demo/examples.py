@@ -38,13 +38,11 @@ Found = dict[str, Any]
 
 @dataclass(frozen=True)
 class Example:
-    """One call of `tool`: its arguments, and its result as the client got it."""
+    """One call of `tool`: its arguments, and its result's structured content as the client got it."""
 
     tool: str
     arguments: dict[str, Any]
     structured: dict[str, Any] | None
-    text: str
-    is_error: bool
     #: what a person was asked before it ran (the dialogs' texts), in order
     asked: tuple[str, ...]
 
@@ -129,13 +127,11 @@ async def _run_all(settings: Settings) -> dict[str, Example]:
             arguments = arguments_of(found)
             asked_before = len(person.asked)
             result = await client.call_tool(tool, arguments)
-            text = "\n".join(getattr(item, "text", "") for item in result.content)
             if result.is_error:
-                raise ExampleFailed(f"the example of {tool} failed against the demo: {text}")
+                said = " ".join(getattr(item, "text", "") for item in result.content)
+                raise ExampleFailed(f"the example of {tool} failed against the demo: {said}")
             found[tool] = result.structured_content
-            examples[tool] = Example(
-                tool, arguments, result.structured_content, text, result.is_error, tuple(person.asked[asked_before:])
-            )
+            examples[tool] = Example(tool, arguments, result.structured_content, tuple(person.asked[asked_before:]))
     return examples
 
 
