@@ -10,7 +10,9 @@ Implicit TLS against a port that speaks plain text: the handshake fails at once 
 record), but the library's reason (WRONG_VERSION_NUMBER) names neither. A second connection reads what the
 port says in plain text (`plain_greeting`): an IMAP (`* OK`) or SMTP (`220`) greeting names the mistake.
 
-Neither probe sends a byte of the account's or reads more than a few bytes; each has `PROBE_SECONDS`.
+Neither probe sends a byte of the account's or reads more than a few bytes; each has `PROBE_SECONDS`. A probe is
+one more connection, for at most that long and outside the pool's bound (IMAP_MCP_MAX_CONNECTIONS), made only
+when something is wrong: a greeting that is late, a handshake that failed.
 """
 
 from __future__ import annotations
