@@ -10,6 +10,8 @@ disagree on. The decoded size, exactly, and without fetching a large part whole 
   its first line and its last bytes (encoders write lines of one length: the stored size, that length, the last
   line and its padding give the count, and a part whose lines do not add up keeps the estimate); a larger
   quoted-printable part keeps the estimate (nothing short of reading it all can count it).
+
+At most `MAX_COUNTED` parts of a message are counted, in one FETCH.
 """
 
 from __future__ import annotations
@@ -26,12 +28,14 @@ from .parts import Part, decoded_stream
 WHOLE_BYTES = 1024
 #: bytes read at each end of a larger base64 part: more than any line an encoder writes
 END_BYTES = 200
+#: the parts counted per message (one FETCH): hostile mail may have thousands; those after keep the estimate
+MAX_COUNTED = 100
 _IDENTITY = ("7bit", "8bit", "binary")
 
 
 def with_decoded_sizes(client: Session, uid: int, parts: list[Part]) -> list[Part]:
     """`parts` with the decoded size of each (`Part.exact_size`) wherever it can be known (see the module)."""
-    encoded = [part for part in parts if part.encoding not in _IDENTITY and part.size > 0]
+    encoded = [part for part in parts if part.encoding not in _IDENTITY and part.size > 0][:MAX_COUNTED]
     if not encoded:
         return parts
     sizes = _binary_sizes(client, uid, encoded) if client.has_capability("BINARY") else None
