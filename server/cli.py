@@ -51,17 +51,46 @@ OUTBOX_SETTINGS = (
     "(and their _CEILING), IMAP_MCP_WEBHOOK_RETRY_INTERVAL."
 )
 CONFIG_ERRORS = (
-    "Settings come from environment variables (see Configuration in the README). Every missing or invalid "
+    "Settings come from environment variables (see docs/configuration.md). Every missing or invalid "
     f"setting is one line on stderr, all of them at once, and the exit code is {CONFIG_ERROR_EXIT}."
 )
 CHECK_FIRST = "Try the settings with `imap-mcp check` first."
+#: where each command's documentation is. mkdocs.yml names no site_url (the site is not published at an address
+#: of its own), so the address is the page's path in the repository, which `scripts/dev docs` serves as a site
+DOCS_BASE = "docs/"
+COMMAND_DOCS = {
+    "": "index.md",
+    "stdio": "configuration.md",
+    "serve": "deploying.md",
+    "check": "install.md#installing-no-checkout-needed-to-run",
+    "auth": "configuration.md#signing-in-with-oauth-20-gmail-microsoft-365",
+    "demo": "install.md#quick-start-fresh-debianubuntu-machine",
+    "webhook": "webhooks.md",
+    "webhook set": "webhooks.md",
+    "webhook show": "webhooks.md",
+    "webhook clear": "webhooks.md",
+    "watch": "deploying.md#many-mailboxes-watchers-that-share-accounts-that-change-without-a-restart",
+}
+
+
+DOCS_INTRO = "Documentation, in the imap-mcp repository (`scripts/dev docs` serves it as a site):"
+
+
+def docs_line(command: str) -> str:
+    """The end of `command`'s help: the address of its documentation, on a line of its own."""
+    return f"{DOCS_INTRO}\n{DOCS_BASE}{COMMAND_DOCS[command]}"
 
 
 class HelpFormatter(argparse.HelpFormatter):
     """Paragraphs kept apart; an option's default shown only when it has one (never `(default: None)`)."""
 
     def _fill_text(self, text: str, width: int, indent: str) -> str:
-        return "\n\n".join(super(HelpFormatter, self)._fill_text(part, width, indent) for part in text.split("\n\n"))
+        return "\n\n".join(self._fill_paragraph(part, width, indent) for part in text.split("\n\n"))
+
+    def _fill_paragraph(self, text: str, width: int, indent: str) -> str:
+        if text.startswith(DOCS_INTRO):  # an address is never broken at a hyphen
+            return "\n".join(indent + line for line in text.splitlines())
+        return super()._fill_text(text, width, indent)
 
     def _get_help_string(self, action: argparse.Action) -> str | None:
         help_text = action.help or ""
@@ -99,6 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
             CONFIG_ERRORS,
             CHECK_FIRST,
         ),
+        epilog=docs_line(""),
         formatter_class=HelpFormatter,
     )
     parser.add_argument("--version", action=VersionAction)
@@ -106,14 +136,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     def command(name: str, help_text: str, *description: str) -> argparse.ArgumentParser:
         sub: argparse.ArgumentParser = commands.add_parser(
-            name, help=help_text, description=paragraphs(*description), formatter_class=HelpFormatter
+            name,
+            help=help_text,
+            description=paragraphs(*description),
+            epilog=docs_line(name),
+            formatter_class=HelpFormatter,
         )
         return sub
 
     stdio = command(
         "stdio",
         "serve over stdio (the default)",
-        "Serve MCP over stdin/stdout, for a desktop client that starts imap-mcp itself.",
+        "Serve MCP over stdin/stdout, for a desktop client that starts imap-mcp itself. It logs in once at start, "
+        "in the background: a login that fails is one line on stderr (never the password).",
         ACCOUNT_SETTINGS,
         SENDING_SETTINGS,
         SERVING_SETTINGS,
@@ -148,7 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
         "IMAP_AUTH=oauth2. Then run `imap-mcp check`.",
         "It reads IMAP_OAUTH_CLIENT_ID, IMAP_OAUTH_CLIENT_SECRET, IMAP_OAUTH_CLIENT_AUTH, IMAP_OAUTH_SCOPE, "
         "IMAP_OAUTH_TENANT (microsoft), IMAP_OAUTH_DEVICE_URL and IMAP_OAUTH_AUTH_URL (another provider), "
-        "IMAP_OAUTH_TOKEN_FILE and IMAP_TIMEOUT; see Signing in with OAuth 2.0 in the README.",
+        "IMAP_OAUTH_TOKEN_FILE and IMAP_TIMEOUT.",
     )
     auth.add_argument("provider", metavar="google|microsoft|TOKEN_URL", help="the provider, or its token endpoint")
     auth.add_argument(
@@ -197,7 +232,11 @@ def add_webhook_commands(command: Callable[..., argparse.ArgumentParser]) -> Non
 
     def action(name: str, help_text: str, *description: str) -> argparse.ArgumentParser:
         sub: argparse.ArgumentParser = actions.add_parser(
-            name, help=help_text, description=paragraphs(*description), formatter_class=HelpFormatter
+            name,
+            help=help_text,
+            description=paragraphs(*description),
+            epilog=docs_line(f"webhook {name}"),
+            formatter_class=HelpFormatter,
         )
         sub.add_argument("--account", metavar="NAME", help="the account of IMAP_MCP_ACCOUNTS_FILE whose webhook it is")
         return sub
@@ -320,11 +359,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         run_webhook(chosen.settings, args)
     else:
         from .accounts.serving import account_server
-        from .startup import announce
+        from .imap.pool import ImapPool
+        from .startup import announce, check_login_in_background
         from .transports import run_stdio
 
         announce(accounts, http=False)
-        run_stdio(account_server(chosen))
+        pool = ImapPool(chosen.settings.imap)
+        check_login_in_background(pool)
+        run_stdio(account_server(chosen, pool))
 
 
 def run_check_command(settings: Settings, write_test: bool = False) -> None:

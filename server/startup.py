@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, TypeVar
 
@@ -10,6 +11,7 @@ from .config import ConfigError
 
 if TYPE_CHECKING:
     from .accounts.loading import Account, Accounts
+    from .imap.pool import ImapPool
 
 T = TypeVar("T")
 
@@ -53,3 +55,26 @@ def announce(accounts: Accounts, http: bool) -> None:
         lines.extend(_account_line(a) for a in accounts.accounts)
     for line in lines:
         print(f"imap-mcp: {line}", file=sys.stderr)
+
+
+def check_login_in_background(pool: ImapPool) -> threading.Thread:
+    """Log in once at start, in a thread of its own, so that stdio never waits on the network: a login that fails
+    is one `imap-mcp: …` line on stderr at once (never the password), not a surprise at the first tool call; one
+    that works leaves its connection in `pool` for the first tool. Returns the thread (tests join it)."""
+    from .errors import ImapMcpError
+
+    def attempt() -> None:
+        try:
+            pool.run_sync(lambda _session: None)
+        except ImapMcpError as exc:
+            reason = " ".join(str(exc).split())
+            print(
+                f"imap-mcp: the login at start failed: {reason} Serving anyway: every tool reports this until it is "
+                "fixed; `imap-mcp check` shows every step.",
+                file=sys.stderr,
+                flush=True,
+            )
+
+    thread = threading.Thread(target=attempt, name="imap-mcp-login-check", daemon=True)
+    thread.start()
+    return thread

@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from harness import Account, run_cli, wait_for_port
+from harness import Account, ServerLog, run_cli, wait_for_port
 from mcp import Client
 
+from imap_mcp.server.config import Secret
 from imap_mcp.server.demo.dovecot import free_port
+from imap_mcp.server.imap.pool import ImapPool
+from imap_mcp.server.startup import check_login_in_background
 
 pytestmark = pytest.mark.anyio
 
@@ -69,9 +74,10 @@ def test_help_names_every_command() -> None:
 
 
 @pytest.mark.slow
-async def test_demo_serves_the_sample_mailbox() -> None:
+async def test_demo_serves_the_sample_mailbox_and_ctrl_c_removes_all_it_made(tmp_path: Path) -> None:
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("IMAP_")}
+    env["XDG_STATE_HOME"] = str(tmp_path)  # where the user's own store would be: the demo leaves it alone
     process = subprocess.Popen(
         [sys.executable, "-m", "imap_mcp.server", "demo", "--port", str(port)],
         env=env,
@@ -89,10 +95,15 @@ async def test_demo_serves_the_sample_mailbox() -> None:
         names = {m["name"]: m["role"] for m in result.structured_content["mailboxes"]}
         assert names["INBOX"] == "inbox" and names["Sent"] == "sent" and names["Archive"] == "archive"
         assert "Projects/Entwürfe" in names
+        said = iter(process.stdout.readline, "")  # type: ignore[union-attr]
+        folder = next(found for line in said if (found := re.findall(r"The demo keeps everything in (\S+):", line)))[0]
+        assert Path(folder).is_dir()
     finally:
-        process.terminate()
-        process.wait(timeout=15)
-    assert process.returncode == 0, process.stderr.read()  # type: ignore[union-attr]
+        process.send_signal(signal.SIGINT)  # Ctrl-C
+        _, err = process.communicate(timeout=15)
+    assert process.returncode == 0, err
+    assert not Path(folder).exists() and "Traceback" not in err
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.slow
@@ -142,3 +153,41 @@ def test_commands_that_serve_nothing_import_no_sdk(tmp_path: Path, args: list[st
     names = re.findall(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)$", done.stderr, re.M)
     assert "imap_mcp.server.cli" in names, done.stderr[-2000:]
     assert not {name.split(".")[0] for name in names} & SERVING_ONLY
+
+
+def test_the_login_checked_at_start_says_one_line_when_refused(
+    account: Account, capsys: pytest.CaptureFixture[str]
+) -> None:
+    settings = account.settings().imap
+    refused = ImapPool(dataclasses.replace(settings, password=Secret("hunter2-wrong")))
+    check_login_in_background(refused).join(60)
+    said = capsys.readouterr().err.splitlines()
+    assert len(said) == 1, said
+    assert said[0].startswith("imap-mcp: the login at start failed: ") and "refused the login" in said[0]
+    assert "IMAP_PASSWORD" in said[0] and "hunter2-wrong" not in said[0]
+
+
+def test_a_login_checked_at_start_that_works_is_silent_and_kept_for_the_first_tool(
+    account: Account, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pool = ImapPool(account.settings().imap)
+    check_login_in_background(pool).join(60)
+    assert capsys.readouterr().err == ""
+    pool.run_sync(lambda session: session.noop())
+    assert pool.opened == 1  # the first tool's operation took the connection the check opened
+    pool.close_all()
+
+
+async def test_stdio_with_a_wrong_password_says_so_at_start(account: Account) -> None:
+    """Before any tool is called: the client that started it shows its stderr, and the person sees why."""
+    env = account.env(IMAP_PASSWORD="hunter2-wrong")
+    with ServerLog() as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "imap_mcp.server", "stdio"], env=env, stdin=subprocess.PIPE, stderr=log.writer
+        )
+        try:
+            line = await log.line("the login at start failed")
+        finally:
+            process.stdin.close()  # type: ignore[union-attr]
+            process.wait(timeout=30)
+    assert "refused the login" in line and "hunter2-wrong" not in "\n".join(log.lines)

@@ -51,3 +51,24 @@ def test_the_exit_code_of_configuration_errors_is_one_and_documented() -> None:
     assert cli.CONFIG_ERROR_EXIT == config.CONFIG_ERROR_EXIT == config.ConfigError("x").exit_code
     said = " ".join(readme_section("Commands").split())
     assert f"exit code {config.CONFIG_ERROR_EXIT}, for every setting" in said
+
+
+def _slugs(page: str) -> set[str]:
+    """The anchors of a docs page's headings, README sections included, as the site's toc makes them."""
+    from markdown.extensions.toc import slugify  # type: ignore[import-untyped]
+    from test_docs_site import docs_hooks
+
+    text = docs_hooks()["on_page_markdown"]((ROOT / "docs" / page).read_text(), None, None, None)
+    return {slugify(title.strip(), "-") for title in re.findall(r"^#+ (.+)$", text, re.M)}
+
+
+def test_every_help_ends_with_the_address_of_its_documentation() -> None:
+    """A pipx user has no README: each command's help names the page (and section) that documents it."""
+    parsers = {"": cli.build_parser(), **commands(cli.build_parser())}
+    assert set(parsers) == set(cli.COMMAND_DOCS)
+    for name, parser in parsers.items():
+        last = parser.format_help().rstrip().splitlines()[-1]
+        assert last == f"{cli.DOCS_BASE}{cli.COMMAND_DOCS[name]}", (name, last)
+        page, _, anchor = cli.COMMAND_DOCS[name].partition("#")
+        assert (ROOT / "docs" / page).is_file(), name
+        assert not anchor or anchor in _slugs(page), (name, anchor)

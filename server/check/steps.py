@@ -21,6 +21,7 @@ from imap_mcp.protocol.errors import ImapMcpError
 from ..config import TlsMode
 from ..oauth.settings import OAuthSettings
 from ..tls import tls_context
+from ..tls_mismatch import GREETING_GRACE, answers_tls, greets_within, implicit_port_advice
 from ..tools.registry import Verdict
 
 #: a step's outcome: done; done with something missing (it says what changes); failed; not tried (an earlier
@@ -164,14 +165,8 @@ class Endpoint:
         """No greeting (`exc`: a timeout, a closed connection, an answer of another protocol). Over plain text
         (STARTTLS, none) the usual cause is an implicit-TLS port, which waits for the client's TLS handshake: a
         second connection tries one to tell."""
-        if self.tls != "implicit" and speaks_tls(self):
-            implicit_port, plain_port = ("993", "143") if self.prefix == "IMAP" else ("465", "587")
-            return self.fail(
-                "greeting",
-                f"{self.where} waits for a TLS handshake instead of greeting in plain text: it is an implicit-TLS "
-                f"port (usually {implicit_port}). Set {self.setting('TLS')}=implicit, or set {self.setting('PORT')} "
-                f"to the port for {self.setting('TLS')}={self.tls} (usually {plain_port}).",
-            )
+        if self.tls != "implicit" and answers_tls(self.host, self.port):
+            return self.fail("greeting", implicit_port_advice(self.prefix, self.where, self.tls))
         checks = f"check {self.setting('HOST')}, {self.setting('PORT')} and {self.setting('TLS')}"
         if isinstance(exc, TimeoutError):
             return self.fail(
@@ -194,18 +189,6 @@ class Endpoint:
             raise self.timed_out(name, waiting_for) from None
         except ssl.SSLError as exc:
             raise self.tls_failed(name, exc) from None
-
-
-def speaks_tls(endpoint: Endpoint) -> bool:
-    """Whether the port answers a TLS handshake (a certificate it sends counts, trusted or not)."""
-    try:
-        with socket.create_connection((endpoint.host, endpoint.port), timeout=endpoint.timeout) as connection:
-            tls_context(endpoint.ca_file).wrap_socket(connection, server_hostname=endpoint.host).close()
-    except ssl.SSLCertVerificationError:
-        return True
-    except (OSError, ValueError):
-        return False
-    return True
 
 
 def resolve(endpoint: Endpoint) -> Step:
@@ -250,6 +233,10 @@ def reach(endpoint: Endpoint, steps: Steps) -> None:
         steps.add(Step(endpoint.step("TCP"), "ok", f"{endpoint.where} accepts connections"))
         if endpoint.tls == "implicit":
             steps.add(handshake(endpoint, connection))
+        elif not greets_within(connection, min(GREETING_GRACE, endpoint.timeout)) and answers_tls(
+            endpoint.host, endpoint.port
+        ):  # an implicit-TLS port says nothing: told now, not after the whole timeout
+            raise endpoint.fail("greeting", implicit_port_advice(endpoint.prefix, endpoint.where, endpoint.tls))
     finally:
         connection.close()
 

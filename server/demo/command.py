@@ -6,10 +6,14 @@ start another imap-mcp against the same private Dovecot and SMTP sink, while the
 
 from __future__ import annotations
 
+import contextlib
 import json
 import secrets
+import shutil
 import signal
 import sys
+import tempfile
+from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
 
@@ -17,6 +21,7 @@ from ..app import build_server
 from ..config import ImapSettings, Secret, Settings, SmtpSettings
 from ..imap.connection import close, connect
 from ..transports import listen_or_exit, mcp_url, run_http
+from ..webhooks.settings import WebhookSettings
 from .dovecot import Dovecot, DovecotError
 from .sample_mail import OWNER, seed
 from .smtp_sink import HOST as SINK_HOST
@@ -37,12 +42,31 @@ def demo_imap(dovecot: Dovecot, password: str) -> ImapSettings:
     )
 
 
-def demo_settings(imap: ImapSettings, smtp_port: int) -> Settings:
-    """The demo account, sending through the SMTP sink on `smtp_port`."""
+@contextlib.contextmanager
+def demo_folder() -> Iterator[Path]:
+    """The demo's own folder, for its Dovecot and its store, removed with all it holds when the demo ends (Ctrl-C
+    included): nothing of the demo is left behind, and nothing of it goes into the user's own store."""
+    folder = Path(tempfile.mkdtemp(prefix="imap-mcp-demo."))
+    folder.chmod(0o755)  # Dovecot's login and mail processes run as other users and look inside
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def demo_store_url(folder: Path) -> str:
+    """The demo's store (the approval ledger), in a folder of `folder` that only this user can enter."""
+    state = folder / "state"
+    state.mkdir(mode=0o700, exist_ok=True)
+    return f"sqlite:///{state / 'store.sqlite3'}"
+
+
+def demo_settings(imap: ImapSettings, smtp_port: int, store_url: str) -> Settings:
+    """The demo account, sending through the SMTP sink on `smtp_port`, its store at `store_url`."""
     smtp = SmtpSettings(
         host=SINK_HOST, port=smtp_port, username=DEMO_USER, password=imap.password, sender=SENDER, tls="none"
     )
-    return Settings(imap=imap, smtp=smtp)
+    return Settings(imap=imap, smtp=smtp, webhooks=WebhookSettings(store_url=store_url))
 
 
 def settings_env(settings: Settings) -> dict[str, str]:
@@ -54,6 +78,7 @@ def settings_env(settings: Settings) -> dict[str, str]:
         "IMAP_USERNAME": imap.username,
         "IMAP_PASSWORD": imap.password.reveal(),
         "IMAP_TLS": imap.tls,
+        "IMAP_MCP_STORE": settings.webhooks.store_url,
     }
     if imap.ca_file:
         env["IMAP_CA_FILE"] = str(imap.ca_file)
@@ -73,7 +98,7 @@ def installed_command() -> list[str]:
     return [str(script)] if script.is_file() else [sys.executable, "-m", "imap_mcp.server"]
 
 
-def connection_help(url: str, settings: Settings) -> str:
+def connection_help(url: str, settings: Settings, folder: Path) -> str:
     http_entry = json.dumps({"mcpServers": {"imap-demo": {"type": "http", "url": url}}}, indent=2)
     command, *args = installed_command()
     stdio = {"command": command, "args": [*args, "stdio"], "env": settings_env(settings)}
@@ -87,7 +112,9 @@ def connection_help(url: str, settings: Settings) -> str:
         f"{stdio_entry}\n"
         f"  Sending works: mail goes to a local SMTP sink ({sink}) that delivers it into this demo's INBOX, "
         "and imap-mcp files its copy in Sent. Nothing leaves this machine.\n"
-        "  Press Ctrl-C to stop; the private Dovecot and its mail are removed on exit."
+        f"  The demo keeps everything in {folder}: the private Dovecot, its mail, and the store of approvals "
+        "(not your own store).\n"
+        "  Press Ctrl-C to stop; that folder and all it holds are removed on exit."
     )
 
 
@@ -99,15 +126,12 @@ def deliver_to_inbox(imap: ImapSettings, raw: bytes) -> None:
         close(client)
 
 
-def run_demo(host: str, port: int) -> None:
-    sock = listen_or_exit(host, port)
-    password = secrets.token_urlsafe(16)
-    try:
-        dovecot = Dovecot(users={DEMO_USER: password})
-        dovecot.start()
-    except DovecotError as exc:
-        print(f"imap-mcp: {exc}", file=sys.stderr)
-        raise SystemExit(1) from None
+@contextlib.contextmanager
+def demo_mailbox(folder: Path, password: str) -> Iterator[Settings]:
+    """While in the block: the demo's private Dovecot (in `folder`) with the sample mail, and the SMTP sink that
+    delivers into its INBOX; their settings, with the store in `folder`. `DovecotError` when Dovecot cannot run."""
+    dovecot = Dovecot(users={DEMO_USER: password}, base=folder)
+    dovecot.start()
     try:
         imap = demo_imap(dovecot, password)
         client = connect(imap)
@@ -116,11 +140,22 @@ def run_demo(host: str, port: int) -> None:
         finally:
             close(client)
         with SmtpSink(partial(deliver_to_inbox, imap)) as sink:
-            settings = demo_settings(imap, sink.port)
-            mcp = build_server(settings)
-            print(connection_help(mcp_url(host, port), settings), flush=True)
-            # uvicorn re-raises SIGTERM after its graceful shutdown; exit normally so Dovecot is stopped
-            signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-            run_http(mcp, sock)
+            yield demo_settings(imap, sink.port, demo_store_url(folder))
     finally:
         dovecot.stop()
+
+
+def run_demo(host: str, port: int) -> None:
+    sock = listen_or_exit(host, port)
+    try:
+        with demo_folder() as folder, demo_mailbox(folder, secrets.token_urlsafe(16)) as settings:
+            mcp = build_server(settings)
+            print(connection_help(mcp_url(host, port), settings, folder), flush=True)
+            # uvicorn re-raises SIGINT (Ctrl-C) and SIGTERM after its graceful shutdown: exit normally instead,
+            # so that Dovecot is stopped and the demo's folder removed without a traceback
+            for stop in (signal.SIGINT, signal.SIGTERM):
+                signal.signal(stop, lambda *_: sys.exit(0))
+            run_http(mcp, sock)
+    except DovecotError as exc:
+        print(f"imap-mcp: {exc}", file=sys.stderr)
+        raise SystemExit(1) from None

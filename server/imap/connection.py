@@ -18,6 +18,14 @@ from ..errors import MailboxError
 from ..oauth.errors import OAuthError
 from ..oauth.sasl import SaslAnswer, login
 from ..tls import tls_context
+from ..tls_mismatch import (
+    GREETING_GRACE,
+    answers_tls,
+    greets_within,
+    implicit_port_advice,
+    plain_greeting,
+    plain_port_advice,
+)
 from .deadline import watch
 from .fetch import authenticate, read_lines_boundedly
 from .mailbox_state import enable_qresync
@@ -31,10 +39,18 @@ class MailboxUnavailable(MailboxError):
     """The IMAP server could not be reached or refused the login; the message says what to check."""
 
 
+class _ImplicitTlsPort(MailboxError):
+    """The port waits for a TLS handshake where a plain-text greeting was due (`tls_mismatch`)."""
+
+
 class _PlainImap4(imap4.IMAP4WithTimeout):
     def _create_socket(self, timeout: float | None = None) -> socket.socket:
         sock: socket.socket = super()._create_socket(timeout)
         watch(sock)  # before the greeting is read
+        grace = min(GREETING_GRACE, timeout or self._timeout or GREETING_GRACE)
+        if not greets_within(sock, grace) and answers_tls(self.host, self.port):
+            sock.close()
+            raise _ImplicitTlsPort
         return sock
 
 
@@ -100,6 +116,16 @@ def _timed_out(settings: ImapSettings, waiting_for: str) -> MailboxUnavailable:
     )
 
 
+def _tls_failed(settings: ImapSettings, exc: ssl.SSLError) -> MailboxUnavailable:
+    """A failed implicit-TLS handshake; a port that greets in plain text instead is named as such."""
+    if not isinstance(exc, ssl.SSLCertVerificationError) and plain_greeting(settings.host, settings.port):
+        return MailboxUnavailable(f"The IMAP server {plain_port_advice('IMAP', f'{settings.host}:{settings.port}')}")
+    return MailboxUnavailable(
+        f"TLS with the IMAP server {_where(settings)} failed ({exc.reason or exc}); check IMAP_TLS, "
+        "IMAP_PORT and IMAP_CA_FILE."
+    )
+
+
 def connect(settings: ImapSettings) -> IMAPClient:
     """A logged-in client, or `MailboxUnavailable` with a message safe to show (never the password)."""
     try:
@@ -112,11 +138,11 @@ def connect(settings: ImapSettings) -> IMAPClient:
         )
     except TimeoutError:
         raise _timed_out(settings, "the connection, its TLS handshake and the IMAP greeting") from None
+    except _ImplicitTlsPort:
+        where = f"{settings.host}:{settings.port}"
+        raise MailboxUnavailable(f"The IMAP server {implicit_port_advice('IMAP', where, settings.tls)}") from None
     except ssl.SSLError as exc:
-        raise MailboxUnavailable(
-            f"TLS with the IMAP server {_where(settings)} failed ({exc.reason or exc}); check IMAP_TLS, "
-            "IMAP_PORT and IMAP_CA_FILE."
-        ) from None
+        raise _tls_failed(settings, exc) from None
     except OSError as exc:
         raise MailboxUnavailable(
             f"Cannot reach the IMAP server {_where(settings)}: {exc.strerror or exc}; check IMAP_HOST and "

@@ -41,6 +41,7 @@ from ..imap.session import Session
 from .executables import executable_reason, file_reason
 from .fence import Fenced, SenderLine, SenderMediaType, sender_line
 from .media_types import UNKNOWN_TYPE
+from .part_sizes import with_decoded_sizes
 from .parts import Part, attachments, decoded_stream
 from .reader import MessageContent, MessageGone, structure_of
 from .warnings import MailWarning, attachment_warnings
@@ -301,7 +302,8 @@ def message_attachments(client: Session, examined: Examined, target: MessageSele
         raise MessageGone(
             f"No message with UID {ref.uid} in mailbox {ref.mailbox!r}: it was deleted or moved. Search again."
         )
-    return ref.uid, attachments(structure_of(data, MessageRef(ref.mailbox, examined.uidvalidity, ref.uid)))
+    found = attachments(structure_of(data, MessageRef(ref.mailbox, examined.uidvalidity, ref.uid)))
+    return ref.uid, with_decoded_sizes(client, ref.uid, found)
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,8 @@ class Part:
     size: int = 0  #: encoded size on the server, in bytes
     disposition: str | None = None
     filename: str | None = None
+    #: the size once decoded, where it was counted (`part_sizes.with_decoded_sizes`)
+    exact_size: int | None = None
 
     @property
     def media_type(self) -> str:
@@ -54,7 +56,10 @@ class Part:
 
     @property
     def decoded_size(self) -> int:
-        """The size once the transfer encoding is undone (exact for 7bit/8bit/binary, close for base64)."""
+        """The size once the transfer encoding is undone: exact for 7bit/8bit/binary and where counted
+        (`exact_size`), else an estimate (close for base64)."""
+        if self.exact_size is not None:
+            return self.exact_size
         if self.encoding == "base64":
             return self.size * _B64_DATA // _B64_LINE
         return self.size

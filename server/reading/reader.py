@@ -43,6 +43,7 @@ from .fence import Fenced, SenderBlock, SenderLine, SenderMediaType
 from .html_text import Converted, convert_html
 from .invisible import without_invisible
 from .media_types import UNKNOWN_TYPE
+from .part_sizes import with_decoded_sizes
 from .parts import (
     Node,
     Part,
@@ -93,7 +94,10 @@ class AttachmentInfo(BaseModel):
     declared_type: SenderLine | None = Field(
         default=None, description=f"The MIME type as the sender declared it, when type shows {UNKNOWN_TYPE} instead."
     )
-    size: int = Field(description="Approximate size in bytes once decoded.")
+    size: int = Field(
+        description="Bytes once decoded, the size get_attachments delivers: exact, but for a large "
+        "quoted-printable attachment on a server without BINARY (then estimated from its stored size)."
+    )
     executable: bool = Field(
         default=False,
         description="True when its declared type, its name or its first bytes say it runs when opened (a program, "
@@ -420,7 +424,7 @@ def fetch_message(
             tuple(results_headers(_section(data, b"BODY[HEADER", holding=AUTHENTICATION_FIELD.encode()))),
         ),
         body=texts[0] if texts else None,
-        attachments=attachments(structure),
+        attachments=with_decoded_sizes(client, ref.uid, attachments(structure)),
         choice=choice,
     )
 

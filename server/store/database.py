@@ -273,7 +273,8 @@ class Store:
             import psycopg
         except ImportError:
             raise StoreError(
-                "IMAP_MCP_STORE names PostgreSQL, but its driver is not installed: pip install 'imap-mcp[postgresql]'."
+                "IMAP_MCP_STORE names PostgreSQL, but its driver is not installed: install imap-mcp with its "
+                "postgresql extra (pip install '.[postgresql]' in a checkout)."
             ) from None
         try:
             return psycopg.connect(self.url, connect_timeout=10, autocommit=True)

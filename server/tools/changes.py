@@ -90,8 +90,14 @@ class MessageChange(BaseModel):
     operation: MessageOperation
     mailbox: str = Field(description="The source mailbox.")
     destination: str | None = Field(description="Where the messages went (Trash for a trash-delete).")
-    count: int = Field(description="How many messages were changed.")
-    ids: list[str] = Field(description=f"The ids that were changed (at most {LISTED_IDS_MAX}: see rest).")
+    count: int = Field(
+        description="How many messages were changed; with confirmation_required, how many the change will change "
+        "once confirmed (nothing has changed yet)."
+    )
+    ids: list[str] = Field(
+        description=f"The ids that were changed (with confirmation_required: that the change will change); at most "
+        f"{LISTED_IDS_MAX}: see rest."
+    )
     missing_ids: list[str] = Field(
         description=f"Ids whose messages did not exist, so nothing happened to them (at most {LISTED_IDS_MAX}: "
         "see missing_count and rest)."
@@ -395,7 +401,7 @@ def _pending(target: PlannedMessageChange, absent: tuple[int, ...], token: str) 
         operation=target.operation,
         mailbox=target.source,
         destination=target.destination,
-        count=0,
+        count=len(target.uids),
         ids=_ids(target.source, target.source_uidvalidity, target.uids),
         missing_ids=_ids(target.source, target.source_uidvalidity, absent),
         new_ids=[],

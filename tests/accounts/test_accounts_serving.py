@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import select
 import socket
 import threading
 from collections.abc import Iterator
@@ -160,12 +161,17 @@ async def test_an_approval_for_one_account_never_runs_on_another(dovecot: Doveco
 
 
 class SilentServer:
-    """A loopback listener that accepts connections and never says a word (an IMAP server that hangs)."""
+    """A loopback listener that accepts connections and never says a word (an IMAP server that hangs).
+
+    `accepted` holds imap-mcp's IMAP connections. A connection that sends a TLS ClientHello at once is imap-mcp
+    asking, a second after a greeting did not come, whether the port speaks TLS (`server.tls_mismatch`): one
+    more connection for at most a second, outside the pool, kept apart in `probes`."""
 
     def __init__(self) -> None:
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.port = self._listener.getsockname()[1]
         self.accepted: list[socket.socket] = []
+        self.probes: list[socket.socket] = []
         self._changed = threading.Condition()
         threading.Thread(target=self._accept, daemon=True).start()
 
@@ -173,9 +179,16 @@ class SilentServer:
         with contextlib.suppress(OSError):
             while True:
                 connection, _ = self._listener.accept()
-                with self._changed:
-                    self.accepted.append(connection)
-                    self._changed.notify_all()
+                threading.Thread(target=self._sort, args=(connection,), daemon=True).start()
+
+    def _sort(self, connection: socket.socket) -> None:
+        readable, _, _ = select.select([connection], [], [], 0.5)
+        probe = False
+        with contextlib.suppress(OSError):  # one already closed by its client is no probe
+            probe = bool(readable) and connection.recv(1, socket.MSG_PEEK) == b"\x16"
+        with self._changed:
+            (self.probes if probe else self.accepted).append(connection)
+            self._changed.notify_all()
 
     def wait_for(self, count: int) -> None:
         with self._changed:
@@ -187,7 +200,7 @@ class SilentServer:
             self._listener.shutdown(socket.SHUT_RDWR)
         self._listener.close()
         with self._changed:
-            for connection in self.accepted:
+            for connection in self.accepted + self.probes:
                 connection.close()
 
 

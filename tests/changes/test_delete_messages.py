@@ -262,3 +262,14 @@ async def test_an_approved_delete_into_a_trash_no_client_has_opened_still_runs_a
         result = await answer(client, "delete_messages", {"ids": ids}, question.request_state)
         await anyio.sleep(1.1)
         assert structured(result)["new_ids"] == message_ids(account, "Trash")
+
+
+@MOVING
+async def test_the_token_preview_counts_the_messages_it_lists(account: Account) -> None:
+    """The first answer of the token path lists the ids the change will touch, and counts them (not 0 beside one id)."""
+    [target] = message_ids(account, "INBOX")[:1]
+    async with served(account, mode="2026-07-28") as client:  # no dialog: the two-call token
+        preview = structured(await client.call_tool("delete_messages", {"ids": [target]}))
+    assert preview["status"] == "confirmation_required"
+    assert preview["ids"] == [target] and preview["count"] == 1
+    assert target in message_ids(account, "INBOX")  # the preview changed nothing

@@ -12,6 +12,7 @@ import pytest
 from harness import Account, append_message, error_text, served, structured
 from mcp import Client
 
+from imap_mcp.server.demo.sample_mail import TINY_PNG
 from imap_mcp.server.imap.fetch import fetch
 from imap_mcp.server.imap.message_ids import MessageRef, decode_id, encode_id
 from imap_mcp.server.imap.pool import ImapPool
@@ -101,7 +102,7 @@ async def test_nested_multipart_reads_the_text_and_lists_the_attachment(account:
             "filename": "beach.png",
             "type": "image/png",
             "declared_type": None,
-            "size": 70,
+            "size": len(TINY_PNG),  # decoded bytes, as get_attachments delivers them
             "executable": False,
             "executable_reason": None,
             "uri": uri,
