@@ -116,8 +116,8 @@ def main() -> None:
 
 
 async def run(dovecot: Dovecot, smtp_port: int, raw_message: bytes, args: argparse.Namespace, log: Path) -> None:
-    from imap_mcp.server.app import build_server
     from imap_mcp.server.config import load_settings
+    from imap_mcp.server.serving.app import build_server
 
     imap = IMAPClient("127.0.0.1", dovecot.port, ssl=False)
     imap.login(USER, PASSWORD)

@@ -52,7 +52,6 @@ from pydantic import TypeAdapter
 
 from imap_mcp.protocol.approval import APPROVAL_TTL
 from imap_mcp.sealing import Claim, KeyRing, Sealer
-from imap_mcp.server.app import build_server
 from imap_mcp.server.config import load_settings
 from imap_mcp.server.demo.dovecot import Dovecot
 from imap_mcp.server.imap import fetch as imap_fetch
@@ -62,6 +61,7 @@ from imap_mcp.server.imap.pool import examine
 from imap_mcp.server.imap.uid_sets import compress
 from imap_mcp.server.reading.search import SearchPage
 from imap_mcp.server.reading.summaries import SUMMARY_ITEMS, MessageSummary, SummaryCache, describe
+from imap_mcp.server.serving.app import build_server
 from imap_mcp.server.tools.output_schemas import compact
 
 sys.path.insert(0, str(Path(__file__).parent))

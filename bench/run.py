@@ -40,12 +40,13 @@ import anyio.to_thread
 from imapclient import IMAPClient
 from mcp import Client, StdioServerParameters
 
-from imap_mcp.server.config import ImapSettings, Secret
+from imap_mcp.server.config import ImapSettings
 from imap_mcp.server.demo.dovecot import Dovecot
 from imap_mcp.server.imap.lookup import MessageSelection
 from imap_mcp.server.imap.pool import ImapPool, InMailbox
 from imap_mcp.server.reading.reader import HEADER_FIELDS, read_message
 from imap_mcp.server.reading.summaries import SUMMARY_ITEMS
+from imap_mcp.server.setting_values import Secret
 
 sys.path.insert(0, str(Path(__file__).parent))
 from populate import generate, write_maildir

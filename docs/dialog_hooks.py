@@ -21,11 +21,11 @@ ACCOUNT = "me@example.org@imap.example.org:993"
 
 def move_of_three() -> str:
     """A move of three messages from INBOX (of 214) to Archive."""
+    from imap_mcp.protocol.local_time import DialogClock
     from imap_mcp.protocol.texts import dialog_message
     from imap_mcp.server.changes.facts import MessageFacts, SourceFacts, facts_lines
     from imap_mcp.server.changes.messages import PlannedMessageChange
     from imap_mcp.server.changes.questions import message_change_request
-    from imap_mcp.server.local_time import DialogClock
 
     clock = DialogClock("UTC")
     now = clock.now()

@@ -31,9 +31,10 @@ def tools_page() -> str:
     """The tools page, as Markdown."""
     from mkdocs.exceptions import PluginError
 
-    from imap_mcp.server.app import build_server
-    from imap_mcp.server.config import ImapSettings, Secret, Settings, SmtpSettings
+    from imap_mcp.server.config import ImapSettings, Settings, SmtpSettings
     from imap_mcp.server.demo.examples import tool_examples
+    from imap_mcp.server.serving.app import build_server
+    from imap_mcp.server.setting_values import Secret
     from imap_mcp.server.tools.registry import TOOLS
 
     imap = ImapSettings(host="imap.example.org", port=993, username="me@example.org", password=Secret("-"))

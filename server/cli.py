@@ -1,5 +1,8 @@
 """The `imap-mcp` command: stdio (default), serve (HTTP), check, auth, demo, webhook and watch.
 
+At server/'s top level, not in a feature's folder: it is the entry point of every command, and imports a feature
+only when its command runs.
+
 Until a command runs, only the standard library is imported: `--version` and every `--help`
 answer without loading the SDK, pydantic or imapclient (a second or more on a busy machine).
 Each command imports what it uses when it runs.
@@ -339,7 +342,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         serve(args.host, args.port)
         return
     from .accounts.loading import load_accounts, stdio_account
-    from .startup import load_or_exit
+    from .serving.startup import load_or_exit
 
     accounts = load_or_exit(load_accounts, os.environ)
     if args.command in ("check", "webhook", "watch"):  # serving prints them with its start lines (`announce`)
@@ -358,10 +361,10 @@ def main(argv: Sequence[str] | None = None) -> None:
 
         run_webhook(chosen.settings, args)
     else:
-        from .accounts.serving import account_server
         from .imap.pool import ImapPool
-        from .startup import announce, check_login_in_background
-        from .transports import run_stdio
+        from .serving.accounts import account_server
+        from .serving.startup import announce, check_login_in_background
+        from .serving.transports import run_stdio
 
         announce(accounts, http=False)
         pool = ImapPool(chosen.settings.imap)
@@ -394,11 +397,11 @@ def serve(host: str, port: int) -> None:
     The accounts and the HTTP settings are read together, so that one run names every problem of both.
     """
     from .accounts.loading import ACCOUNTS_FILE_VARIABLE, load_accounts
-    from .accounts.serving import accounts_http_app
-    from .config import Problems
-    from .http_access import load_http_settings, require_authentication_off_loopback
-    from .startup import announce, load_or_exit
-    from .transports import listen_or_exit, serve_app
+    from .serving.accounts import accounts_http_app
+    from .serving.http_access import load_http_settings, require_authentication_off_loopback
+    from .serving.startup import announce, load_or_exit
+    from .serving.transports import listen_or_exit, serve_app
+    from .setting_values import Problems
 
     def load(env: Mapping[str, str]) -> Accounts:
         problems = Problems()

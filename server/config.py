@@ -1,5 +1,7 @@
 """Settings from the environment.
 
+At server/'s top level, not in a feature's folder: every feature's settings are read and gathered here, at start.
+
 Every setting is read once at start. What is missing or invalid is reported all at once: each
 problem is one line of one `ConfigError` (`Problems` gathers them), which the CLI prints before
 it exits with code 2 (`CONFIG_ERROR_EXIT`), the same for every setting. Secret values are held
@@ -10,21 +12,32 @@ in `Secret`, whose repr never shows them. A name close to a setting's (`IMAP_PAS
 from __future__ import annotations
 
 import difflib
-import ipaddress
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, ParamSpec, TypeVar
 
-from imap_mcp.protocol.errors import ImapMcpError
+from imap_mcp.protocol.local_time import SETTING as DIALOG_TIMEZONE
+from imap_mcp.protocol.local_time import DialogClock, zone_named
 
 from .errors import OutgoingError
-from .local_time import SETTING as DIALOG_TIMEZONE
-from .local_time import DialogClock, zone_named
 from .outgoing.compose import parse_address
 from .outgoing.policy import SendPolicy, read_send_policy
+from .setting_values import (
+    ConfigError,
+    Problems,
+    Secret,
+    flag,
+    is_loopback,
+    key_list,
+    one_of,
+    pem_file,
+    port_number,
+    positive_seconds,
+    required,
+)
 
 if TYPE_CHECKING:
     from .imap.role_names import NamedRole
@@ -36,10 +49,6 @@ T = TypeVar("T")
 
 TlsMode = Literal["implicit", "starttls", "none"]
 TLS_MODES: tuple[TlsMode, ...] = ("implicit", "starttls", "none")
-#: the exit code of every configuration error (`imap-mcp --help` says it too)
-CONFIG_ERROR_EXIT = 2
-
-#: the name of every setting imap-mcp reads (a secret's `_FILE` form aside); README's Configuration lists each
 KNOWN_SETTINGS = frozenset(
     {
         "ELICITATION",
@@ -112,69 +121,10 @@ KNOWN_SETTINGS = frozenset(
 SETTING_PREFIXES = ("IMAP_", "SMTP_", "ELICITATION")
 
 
-class ConfigError(ImapMcpError, ValueError):
-    """Settings are missing or invalid: one line per problem, each naming the variable and what is valid.
-
-    The CLI prints each line and exits with `exit_code`, the same for every setting.
-    """
-
-    exit_code = CONFIG_ERROR_EXIT
-
-
-class Problems:
-    """The problems found while reading settings: each reader that fails adds its lines, and the reading goes on
-    with a stand-in value, so that one run names every problem (`raise_any`)."""
-
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-
-    def __len__(self) -> int:
-        return len(self.lines)
-
-    def read(self, fallback: T, reader: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-        """`reader(*args, **kwargs)`, or `fallback` after noting its `ConfigError`."""
-        try:
-            return reader(*args, **kwargs)
-        except ConfigError as exc:
-            self.add(str(exc))
-            return fallback
-
-    def add(self, message: str) -> None:
-        self.lines.extend(line for line in message.splitlines() if line not in self.lines)
-
-    def raise_any(self) -> None:
-        """`ConfigError` with every problem, one per line, if there is any."""
-        if self.lines:
-            raise ConfigError("\n".join(self.lines))
-
-
 def did_you_mean(name: str) -> str | None:
     """The setting `name` is most likely a misspelling of, or None."""
     close = difflib.get_close_matches(name, KNOWN_SETTINGS, n=1, cutoff=0.8)
     return close[0] if close else None
-
-
-class Secret:
-    """A string that never shows itself in repr, str or logs."""
-
-    __slots__ = ("_value",)
-
-    def __init__(self, value: str) -> None:
-        self._value = value
-
-    def reveal(self) -> str:
-        return self._value
-
-    def __repr__(self) -> str:
-        return "Secret('***')"
-
-    __str__ = __repr__
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Secret) and other._value == self._value
-
-    def __hash__(self) -> int:
-        return hash(self._value)
 
 
 @dataclass(frozen=True)
@@ -242,8 +192,6 @@ DEFAULT_MAX_ATTACHMENT_BYTES = 8 * 1024 * 1024
 MIN_MAX_ATTACHMENT_BYTES = 1024
 MAX_MAX_ATTACHMENT_BYTES = 64 * 1024 * 1024
 
-MIN_SEAL_KEY_LENGTH = 32
-#: the shortest bearer token accepted (IMAP_MCP_AUTH_TOKENS, an accounts file's tokens)
 MIN_TOKEN_LENGTH = 16
 
 
@@ -283,68 +231,6 @@ def _webhook_defaults() -> WebhookSettings:
     return WebhookSettings()
 
 
-def is_loopback(host: str) -> bool:
-    """True for `localhost` and any loopback address (127.0.0.0/8, ::1)."""
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
-def _required(env: Mapping[str, str], name: str, what: str) -> str:
-    value = env.get(name, "").strip()
-    if not value:
-        raise ConfigError(f"{name} is not set: give {what}.")
-    return value
-
-
-def _choice(env: Mapping[str, str], name: str, valid: tuple[str, ...], default: str) -> str:
-    value = env.get(name)
-    if value is None:
-        return default
-    if value not in valid:
-        raise ConfigError(f"{name}={value!r} is not valid: use one of {', '.join(valid)}.")
-    return value
-
-
-def _port(env: Mapping[str, str], name: str, default: int) -> int:
-    raw = env.get(name)
-    if raw is None or raw == "":
-        return default
-    if not raw.isdigit() or not 1 <= int(raw) <= 65535:
-        raise ConfigError(f"{name}={raw!r} is not valid: use a port number from 1 to 65535.")
-    return int(raw)
-
-
-def _positive_float(env: Mapping[str, str], name: str, default: float) -> float:
-    raw = env.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not value > 0:
-        raise ConfigError(f"{name}={raw!r} is not valid: use a number of seconds greater than 0.")
-    return value
-
-
-def flag(env: Mapping[str, str], name: str, default: bool) -> bool:
-    return _choice(env, name, ("true", "false"), "true" if default else "false") == "true"
-
-
-def _ca_file(env: Mapping[str, str], name: str = "IMAP_CA_FILE") -> Path | None:
-    raw = env.get(name, "").strip()
-    if not raw:
-        return None
-    path = Path(raw).expanduser()
-    if not path.is_file():
-        raise ConfigError(f"{name}={raw!r} is not valid: use the path of a readable PEM file.")
-    return path
-
-
 def _elicitation(env: Mapping[str, str]) -> bool:
     value = env.get("ELICITATION")
     if value is None:
@@ -352,23 +238,6 @@ def _elicitation(env: Mapping[str, str]) -> bool:
     if value not in ("true", "false"):
         raise ConfigError(f"ELICITATION={value!r} is not valid: use true or false.")
     return value == "true"
-
-
-def key_list(env: Mapping[str, str], name: str = "IMAP_MCP_SEAL_KEYS") -> tuple[Secret, ...]:
-    """A comma-separated key ring (IMAP_MCP_SEAL_KEYS, IMAP_MCP_STORE_KEYS): the first one seals or encrypts."""
-    raw = env.get(name, "")
-    keys = tuple(k.strip() for k in raw.split(",") if k.strip())
-    for position, key in enumerate(keys, start=1):
-        if len(key) < MIN_SEAL_KEY_LENGTH:
-            raise ConfigError(
-                f"{name} key {position} is too short: use comma-separated random keys of at least "
-                f"{MIN_SEAL_KEY_LENGTH} characters each (e.g. from: openssl rand -base64 32)."
-            )
-        if key in keys[: position - 1]:
-            raise ConfigError(
-                f"{name} key {position} repeats an earlier key: list each key once (first seals, every one opens)."
-            )
-    return tuple(Secret(k) for k in keys)
 
 
 _AUTHSERV_ID = re.compile(r"[^\s;()\"\\,]{1,253}")
@@ -454,7 +323,7 @@ def _outgoing_files(env: Mapping[str, str]) -> OutgoingFiles:
 
 def _tls_mode(env: Mapping[str, str], protocol: str, host: str) -> TlsMode:
     """`<protocol>_TLS` (default implicit); `none` only for a loopback `<protocol>_HOST`."""
-    tls: TlsMode = _choice(env, f"{protocol}_TLS", TLS_MODES, "implicit")  # type: ignore[assignment]
+    tls: TlsMode = one_of(env, f"{protocol}_TLS", TLS_MODES, "implicit")  # type: ignore[assignment]
     if tls == "none" and host and not is_loopback(host):  # no host: that problem is reported on its own
         raise ConfigError(
             f"{protocol}_TLS='none' is not valid for {protocol}_HOST={host!r}: an unencrypted connection is "
@@ -478,21 +347,21 @@ def read_imap_settings(env: Mapping[str, str], problems: Problems) -> ImapSettin
 
     before = len(problems)
     env = problems.read(env, with_provider_hosts, env)
-    host = problems.read("", _required, env, "IMAP_HOST", "the IMAP server's host name, e.g. imap.example.com")
+    host = problems.read("", required, env, "IMAP_HOST", "the IMAP server's host name, e.g. imap.example.com")
     tls: TlsMode = problems.read("implicit", _tls_mode, env, "IMAP", host)
     auth: AuthMode = problems.read("password", auth_mode, env)
-    timeout = problems.read(30.0, _positive_float, env, "IMAP_TIMEOUT", 30.0)
+    timeout = problems.read(30.0, positive_seconds, env, "IMAP_TIMEOUT", 30.0)
     password = (
         Secret(
-            problems.read("", _required, env, "IMAP_PASSWORD", "the password of the mailbox (or set IMAP_AUTH=oauth2)")
+            problems.read("", required, env, "IMAP_PASSWORD", "the password of the mailbox (or set IMAP_AUTH=oauth2)")
         )
         if auth == "password"
         else Secret("")
     )
     default_port = 993 if tls == "implicit" else 143
-    port = problems.read(default_port, _port, env, "IMAP_PORT", default_port)
-    username = problems.read("", _required, env, "IMAP_USERNAME", "the login name of the mailbox")
-    ca_file = problems.read(None, _ca_file, env)
+    port = problems.read(default_port, port_number, env, "IMAP_PORT", default_port)
+    username = problems.read("", required, env, "IMAP_USERNAME", "the login name of the mailbox")
+    ca_file = problems.read(None, pem_file, env)
     oauth = problems.read(None, load_oauth_settings, env, timeout=timeout) if auth == "oauth2" else None
     roles = problems.read((), role_mailboxes, env)
     if len(problems) > before:
@@ -548,9 +417,9 @@ def read_smtp_settings(env: Mapping[str, str], imap: ImapSettings | None, proble
         return None
     before = len(problems)
     tls: TlsMode = problems.read("implicit", _tls_mode, env, "SMTP", host)
-    port = problems.read(SMTP_DEFAULT_PORTS[tls], _port, env, "SMTP_PORT", SMTP_DEFAULT_PORTS[tls])
-    ca_file = problems.read(None, _ca_file, env, "SMTP_CA_FILE")
-    timeout = problems.read(30.0, _positive_float, env, "SMTP_TIMEOUT", imap.timeout if imap else 30.0)
+    port = problems.read(SMTP_DEFAULT_PORTS[tls], port_number, env, "SMTP_PORT", SMTP_DEFAULT_PORTS[tls])
+    ca_file = problems.read(None, pem_file, env, "SMTP_CA_FILE")
+    timeout = problems.read(30.0, positive_seconds, env, "SMTP_TIMEOUT", imap.timeout if imap else 30.0)
     auth: AuthMode = problems.read("password", auth_mode, env, "SMTP_AUTH", imap.auth if imap else "password")
     if imap is None:
         if env.get("SMTP_FROM", "").strip():

@@ -1,5 +1,7 @@
 """The server's branches of the one error tree (its root, `ImapMcpError`, is `protocol.errors`').
 
+At server/'s top level, not in a feature's folder: every feature raises from this tree, and the tools answer from it.
+
 Each layer has one base, and subclasses only where a caller acts differently:
 
 - `ArgumentError`: a tool's arguments cannot be used as given (beyond what its input schema says).

@@ -1,5 +1,8 @@
 """Glue between the settings and `protocol.Guard`: the key ring, the start lines, and the store an approval is for.
 
+At server/'s top level, not in a feature's folder: it joins the settings, the store and `protocol`, which no one
+feature owns.
+
 The questions each feature asks live with the feature: `changes.questions` (messages and
 mailboxes), `outgoing.approval` (mail to send).
 """

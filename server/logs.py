@@ -1,4 +1,7 @@
-"""The server's own log: one line per event on stderr, never a secret, subject or body."""
+"""The server's own log: one line per event on stderr, never a secret, subject or body.
+
+At server/'s top level, not in a feature's folder: every feature logs through it.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
 """Every HTTP request imap-mcp makes (OAuth token and device endpoints, webhook delivery): bounded and strict.
 
+At server/'s top level, not in a feature's folder: OAuth and the webhooks both make their requests through it.
+
 The far side is not trusted. `post` gives a request one deadline for all of it: connecting, TLS,
 sending, the status line, the headers and the body read (httpx's own timeouts bound each read, so
 one byte a second would never trip them). It follows no redirect: a 3xx is `Redirected`, whatever

@@ -1,4 +1,7 @@
-"""TLS client contexts for the IMAP and SMTP connections: verified, TLS 1.2 or newer."""
+"""TLS client contexts for the IMAP and SMTP connections: verified, TLS 1.2 or newer.
+
+At server/'s top level, not in a feature's folder: IMAP and SMTP both connect with it.
+"""
 
 from __future__ import annotations
 

@@ -45,11 +45,12 @@ from mcp.types import (
 
 from imap_mcp.protocol import Guard
 from imap_mcp.sealing import KeyRing
-from imap_mcp.server.app import build_server
-from imap_mcp.server.config import ImapSettings, Secret, Settings, TlsMode
+from imap_mcp.server.config import ImapSettings, Settings, TlsMode
 from imap_mcp.server.demo.dovecot import Dovecot, free_port
 from imap_mcp.server.imap.pool import ImapPool
 from imap_mcp.server.imap.promptly import exchange_promptly
+from imap_mcp.server.serving.app import build_server
+from imap_mcp.server.setting_values import Secret
 
 ANY_USER_PASSWORD = "test-pw-7f3a"
 #: the mailboxes of a seeded account besides INBOX, as Dovecot names them

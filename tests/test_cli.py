@@ -14,10 +14,10 @@ import pytest
 from harness import Account, ServerLog, run_cli, wait_for_port
 from mcp import Client
 
-from imap_mcp.server.config import Secret
 from imap_mcp.server.demo.dovecot import free_port
 from imap_mcp.server.imap.pool import ImapPool
-from imap_mcp.server.startup import check_login_in_background
+from imap_mcp.server.serving.startup import check_login_in_background
+from imap_mcp.server.setting_values import Secret
 
 pytestmark = pytest.mark.anyio
 

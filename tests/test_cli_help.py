@@ -6,7 +6,8 @@ import argparse
 import re
 from pathlib import Path
 
-from imap_mcp.server import cli, config
+from imap_mcp.server import cli
+from imap_mcp.server import setting_values as config
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from imap_mcp.server.config import ImapSettings, Secret
+from imap_mcp.server.config import ImapSettings
 from imap_mcp.server.demo.command import demo_folder, demo_settings, demo_store_url, settings_env
+from imap_mcp.server.setting_values import Secret
 from imap_mcp.server.store.ledger import ledger_at
 
 

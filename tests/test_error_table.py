@@ -18,9 +18,10 @@ import pytest
 from harness import error_text, served
 
 from imap_mcp.protocol.errors import ApprovalRefused, ImapMcpError
-from imap_mcp.server.config import ImapSettings, Secret, Settings, SmtpSettings
+from imap_mcp.server.config import ImapSettings, Settings, SmtpSettings
 from imap_mcp.server.imap.message_ids import MessageRef, encode_id
 from imap_mcp.server.imap.pool import ImapPool
+from imap_mcp.server.setting_values import Secret
 from imap_mcp.server.tools import webhooks as webhook_tools
 from imap_mcp.server.tools.registry import BY_NAME, TOOLS, internal_error
 
@@ -67,7 +68,7 @@ def subclasses(root: type[BaseException]) -> set[type[BaseException]]:
 
 
 def domain_errors() -> list[type[ImapMcpError]]:
-    import imap_mcp.server.app  # noqa: F401  (every module that defines one is imported with the server)
+    import imap_mcp.server.serving.app  # noqa: F401  (every module that defines one is imported with the server)
 
     return sorted(subclasses(ImapMcpError), key=lambda kind: f"{kind.__module__}.{kind.__qualname__}")  # type: ignore[arg-type]
 

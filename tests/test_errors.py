@@ -19,9 +19,10 @@ from pathlib import Path
 import imapclient.exceptions
 import pytest
 
-from imap_mcp.server.config import ImapSettings, Secret
+from imap_mcp.server.config import ImapSettings
 from imap_mcp.server.errors import ImapMcpError, MailboxError
 from imap_mcp.server.imap.failures import LIBRARY_ERRORS, explain
+from imap_mcp.server.setting_values import Secret
 
 SETTINGS = ImapSettings(host="imap.example", port=993, username="u@imap.example", password=Secret("pw"), timeout=7.5)
 #: exceptions defined in server/ that never reach a tool's answer: raised at start (settings, the demo's Dovecot,

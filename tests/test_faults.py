@@ -24,9 +24,9 @@ from mcp.types import CallToolResult, ElicitResult, InputRequiredResult, InputRe
 from smtp_capture import SENDER, CaptureSMTP
 from store_faults import KINDS, Kind, StoreFault, store_path
 
-from imap_mcp.server.app import build_server
 from imap_mcp.server.config import ImapSettings, Settings, load_settings
 from imap_mcp.server.imap.pool import ImapPool
+from imap_mcp.server.serving.app import build_server
 from imap_mcp.server.store import database
 
 pytestmark = pytest.mark.anyio

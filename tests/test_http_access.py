@@ -11,9 +11,9 @@ from harness import Account, http_server
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from imap_mcp.server.asgi import create_app
-from imap_mcp.server.config import ConfigError
-from imap_mcp.server.http_access import load_http_settings, principal_for_token
+from imap_mcp.server.serving.asgi import create_app
+from imap_mcp.server.serving.http_access import load_http_settings, principal_for_token
+from imap_mcp.server.setting_values import ConfigError
 
 pytestmark = pytest.mark.anyio
 

@@ -17,10 +17,10 @@ import pytest
 from harness import Account
 from starlette.types import Message
 
-from imap_mcp.server.app import build_server
-from imap_mcp.server.config import Secret
-from imap_mcp.server.http_access import MAX_BODY_BYTES, HttpSettings, SessionTable
-from imap_mcp.server.transports import http_app
+from imap_mcp.server.serving.app import build_server
+from imap_mcp.server.serving.http_access import MAX_BODY_BYTES, HttpSettings, SessionTable
+from imap_mcp.server.serving.transports import http_app
+from imap_mcp.server.setting_values import Secret
 
 pytestmark = pytest.mark.anyio
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from inspector.inspector_cli import inspector_version, list_tools_strict
 
-from imap_mcp.server.app import build_server
 from imap_mcp.server.config import load_settings
+from imap_mcp.server.serving.app import build_server
 
 pytestmark = pytest.mark.slow
 

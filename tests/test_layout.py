@@ -74,8 +74,9 @@ def test_no_two_folders_of_server_import_each_other() -> None:
 
 def test_every_tool_lives_in_the_module_and_folder_named_for_its_feature() -> None:
     """From the registry: `server/tools/<feature>.py` registers it, and `server/<feature>/` holds what is behind it."""
-    from imap_mcp.server.app import build_server
-    from imap_mcp.server.config import ImapSettings, Secret, Settings, SmtpSettings
+    from imap_mcp.server.config import ImapSettings, Settings, SmtpSettings
+    from imap_mcp.server.serving.app import build_server
+    from imap_mcp.server.setting_values import Secret
     from imap_mcp.server.tools.registry import TOOLS
 
     imap = ImapSettings(host="imap.example", port=993, username="u@example.org", password=Secret("pw"))

@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 from jsonschema.validators import validator_for
 from pydantic import BaseModel, Field, TypeAdapter
 
-from imap_mcp.server.app import build_server
 from imap_mcp.server.config import load_settings
 from imap_mcp.server.reading.search import SearchPage
+from imap_mcp.server.serving.app import build_server
 from imap_mcp.server.tools.output_schemas import compact
 
 

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from harness import Account, served, structured
 
-from imap_mcp.server import tool_shapes
-from imap_mcp.server.app import build_server
+from imap_mcp.server.serving.app import build_server
+from imap_mcp.server.tools import shapes as tool_shapes
 
 pytestmark = pytest.mark.anyio
 

@@ -27,17 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from ..config import (
-    KNOWN_SETTINGS,
-    MIN_TOKEN_LENGTH,
-    SETTING_PREFIXES,
-    ConfigError,
-    Secret,
-    Settings,
-    did_you_mean,
-    load_settings,
-)
-from .policy import ToolPolicy, load_policy
+from ..config import KNOWN_SETTINGS, MIN_TOKEN_LENGTH, SETTING_PREFIXES, Settings, did_you_mean, load_settings
+from ..setting_values import ConfigError, Secret
+from ..tools.policy import ToolPolicy, load_policy
 
 T = TypeVar("T")
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping
 
-from ..config import ConfigError, ImapSettings
+from ..config import ImapSettings
 from ..imap.pool import ImapPool
+from ..setting_values import ConfigError
 
 MAX_CONNECTIONS_VARIABLE = "IMAP_MCP_MAX_CONNECTIONS"
 DEFAULT_MAX_CONNECTIONS = 32

@@ -11,11 +11,11 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
+from imap_mcp.protocol.local_time import DialogClock
 from imap_mcp.protocol.texts import arrived, shown, size_text
 
 from ..imap.fetch import fetch
 from ..imap.session import Session
-from ..local_time import DialogClock
 from ..reading.parts import attachments, parse_structure
 
 #: the most messages a dialog describes one by one; the rest are counted ("and 7 more")

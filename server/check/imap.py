@@ -23,7 +23,8 @@ from ..imap.mailboxes import Role, list_mailboxes, missing_role_advice
 from ..imap.permanent_flags import SETTABLE_SYSTEM_FLAGS, keeps
 from ..imap.promptly import exchange_promptly
 from ..oauth.errors import OAuthError
-from ..tools.registry import TOOLS, Capability, KeptKeyword, RoleMailbox, ServerFacts
+from ..tools.needs import Capability, KeptKeyword, RoleMailbox, ServerFacts
+from ..tools.registry import TOOLS
 from .steps import Endpoint, Step, StepFailed, Steps, greeted, no_tls, oauth_identity, reach, tls_ok
 
 #: the capabilities the tools use (one of several, where any will do), in the order the registry names them

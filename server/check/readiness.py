@@ -11,7 +11,8 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from ..config import Settings
-from ..tools.registry import TOOLS, Readiness, ServerFacts, Verdict, settings_on
+from ..tools.needs import Readiness, ServerFacts, Verdict, settings_on
+from ..tools.registry import TOOLS
 from .steps import Step
 from .write_test import Proof
 

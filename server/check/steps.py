@@ -19,10 +19,10 @@ from typing import Literal, TypeVar
 from imap_mcp.protocol.errors import ImapMcpError
 
 from ..config import TlsMode
+from ..imap.tls_mismatch import GREETING_GRACE, answers_tls, greets_within, implicit_port_advice
 from ..oauth.settings import OAuthSettings
 from ..tls import tls_context
-from ..tls_mismatch import GREETING_GRACE, answers_tls, greets_within, implicit_port_advice
-from ..tools.registry import Verdict
+from ..tools.needs import Verdict
 
 #: a step's outcome: done; done with something missing (it says what changes); failed; not tried (an earlier
 #: step failed). A tool's line has a `Verdict` instead.

@@ -42,7 +42,7 @@ from ..imap.selection import leave
 from ..imap.session import Session
 from ..outgoing.drafts import DRAFT_FLAGS
 from ..reading.new_messages import LISTED, KeywordsNotKept, list_new
-from ..tools.registry import KeptKeyword, ServerFacts
+from ..tools.needs import KeptKeyword, ServerFacts
 from .steps import Step
 
 #: the step names, in order

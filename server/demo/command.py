@@ -17,10 +17,11 @@ from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
 
-from ..app import build_server
-from ..config import ImapSettings, Secret, Settings, SmtpSettings
+from ..config import ImapSettings, Settings, SmtpSettings
 from ..imap.connection import close, connect
-from ..transports import listen_or_exit, mcp_url, run_http
+from ..serving.app import build_server
+from ..serving.transports import listen_or_exit, mcp_url, run_http
+from ..setting_values import Secret
 from ..webhooks.settings import WebhookSettings
 from .dovecot import Dovecot, DovecotError
 from .sample_mail import OWNER, seed

@@ -21,9 +21,10 @@ from mcp import Client
 from mcp.client.context import ClientRequestContext
 from mcp.types import ElicitRequestParams, ElicitResult
 
-from ..app import build_server
-from ..config import Secret, Settings
+from ..config import Settings
 from ..errors import ImapMcpError
+from ..serving.app import build_server
+from ..setting_values import Secret
 from ..webhooks.cipher import StoreCipher
 from ..webhooks.operations import webhook_store
 from ..webhooks.rows import save_endpoint

@@ -18,7 +18,13 @@ from ..errors import MailboxError
 from ..oauth.errors import OAuthError
 from ..oauth.sasl import SaslAnswer, login
 from ..tls import tls_context
-from ..tls_mismatch import (
+from .deadline import watch
+from .fetch import authenticate, read_lines_boundedly
+from .mailbox_state import enable_qresync
+from .mailboxes import name_roles
+from .promptly import exchange_promptly
+from .selection import deselect, note_selected, selected
+from .tls_mismatch import (
     GREETING_GRACE,
     answers_tls,
     greets_within,
@@ -26,12 +32,6 @@ from ..tls_mismatch import (
     plain_greeting,
     plain_port_advice,
 )
-from .deadline import watch
-from .fetch import authenticate, read_lines_boundedly
-from .mailbox_state import enable_qresync
-from .mailboxes import name_roles
-from .promptly import exchange_promptly
-from .selection import deselect, note_selected, selected
 from .uidvalidity import saw
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from ..config import ConfigError
+from ..setting_values import ConfigError
 from .role_names import ROLE_SETTINGS, NamedRole
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")

@@ -6,7 +6,7 @@ import os
 import sys
 from typing import Literal
 
-from ..startup import load_or_exit
+from ..serving.startup import load_or_exit
 from .errors import OAuthError
 from .signin import plan, run
 

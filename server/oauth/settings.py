@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
 
-from ..config import ConfigError, Secret, _positive_float, is_loopback
+from ..setting_values import ConfigError, Secret, is_loopback, positive_seconds
 
 AuthMode = Literal["password", "oauth2"]
 AUTH_MODES: tuple[AuthMode, ...] = ("password", "oauth2")
@@ -82,7 +82,7 @@ class OAuthSettings:
     timeout: float = 30.0
 
 
-def _choice(env: Mapping[str, str], name: str, valid: tuple[str, ...], default: str) -> str:
+def one_of(env: Mapping[str, str], name: str, valid: tuple[str, ...], default: str) -> str:
     value = env.get(name, "").strip() or default
     if value not in valid:
         raise ConfigError(f"{name}={value!r} is not valid: use one of {', '.join(valid)}.")
@@ -90,7 +90,7 @@ def _choice(env: Mapping[str, str], name: str, valid: tuple[str, ...], default: 
 
 
 def auth_mode(env: Mapping[str, str], name: str = "IMAP_AUTH", default: str = "password") -> AuthMode:
-    return _choice(env, name, AUTH_MODES, default)  # type: ignore[return-value]
+    return one_of(env, name, AUTH_MODES, default)  # type: ignore[return-value]
 
 
 def endpoint(env: Mapping[str, str], name: str, default: str | None = None) -> str | None:
@@ -197,12 +197,12 @@ def load_oauth_settings(
         client_id=client_id,
         scope=env.get("IMAP_OAUTH_SCOPE", "").strip() or (known.scope if known else ""),
         client_secret=Secret(secret) if secret else None,
-        client_auth=_choice(env, "IMAP_OAUTH_CLIENT_AUTH", CLIENT_AUTHS, "body"),  # type: ignore[arg-type]
+        client_auth=one_of(env, "IMAP_OAUTH_CLIENT_AUTH", CLIENT_AUTHS, "body"),  # type: ignore[arg-type]
         refresh_token=refresh_token,
         token_file=token_file,
-        mechanism=_choice(env, "IMAP_OAUTH_MECHANISM", MECHANISMS, "auto"),  # type: ignore[arg-type]
+        mechanism=one_of(env, "IMAP_OAUTH_MECHANISM", MECHANISMS, "auto"),  # type: ignore[arg-type]
         device_url=endpoint(env, "IMAP_OAUTH_DEVICE_URL", known.device_url if known else None),
         auth_url=endpoint(env, "IMAP_OAUTH_AUTH_URL", known.auth_url if known else None),
         provider=name,
-        timeout=_positive_float(env, "IMAP_TIMEOUT", 30.0) if timeout is None else timeout,
+        timeout=positive_seconds(env, "IMAP_TIMEOUT", 30.0) if timeout is None else timeout,
     )

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any, Literal, TextIO
 from urllib.parse import parse_qs, urlencode, urlsplit
 
-from ..config import ConfigError
 from ..outbound_http import excerpt
+from ..setting_values import ConfigError
 from .endpoint import post_form
 from .errors import OAuthError, ProviderRefused
 from .settings import PROVIDERS, OAuthSettings, load_oauth_settings, provider

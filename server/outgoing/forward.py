@@ -30,7 +30,8 @@ from ..imap.message_ids import MessageRef
 from ..imap.pool import Examined
 from ..imap.session import Session
 from ..reading.attachments import section_pieces
-from ..reading.reader import MessageGone, fetch_message, message_content, parse_headers
+from ..reading.headers import parse_headers
+from ..reading.reader import MessageGone, fetch_message, message_content
 from .attachments import mail_parts
 from .compose import CONTROL_CHARACTERS, MAX_SUBJECT_LENGTH, Draft, Recipients, build_message, check_body
 from .wire import FileToSend, Payload, attach_message

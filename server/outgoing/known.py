@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from email.utils import getaddresses
 from typing import Literal
 
+from imap_mcp.protocol.local_time import DialogClock
 from imap_mcp.protocol.texts import shown, word
 
 from ..errors import ImapMcpError
@@ -27,7 +28,6 @@ from ..imap.fetch import fetch
 from ..imap.mailboxes import mailbox_with_role
 from ..imap.pool import ImapPool
 from ..imap.session import Session
-from ..local_time import DialogClock
 from ..reading.search import SearchQuery, matching_uids, search_string
 from .policy import SendPolicy
 from .send_once import Sender

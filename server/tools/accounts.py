@@ -25,12 +25,13 @@ from ..imap.kept_flags import said_kept
 from ..imap.mailboxes import MailboxInfo, RoleFrom, list_mailboxes
 from ..imap.pool import ImapPool
 from ..imap.session import Session
+from .needs import Capability, Readiness, ServerFacts, Verdict, settings_on
 from .reading import DEFAULT_MAX_CHARS, DEFAULT_PAGE_SIZE, MAX_MAX_CHARS, MAX_PAGE_SIZE
-from .registry import SERVER_INFO_TOOL, TOOLS, Capability, Readiness, ServerFacts, Verdict, offer, settings_on
+from .registry import SERVER_INFO_TOOL, TOOLS, offer
 
 if TYPE_CHECKING:  # types only: the account's folder reads the registry, so this folder does not import it
     from ..accounts.loading import Account
-    from ..app import PolicyServer
+    from .policy_server import PolicyServer
 
 
 def _capability_effects() -> dict[str, str]:

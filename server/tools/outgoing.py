@@ -24,6 +24,7 @@ from mcp.types import CallToolResult, InputRequiredResult
 from pydantic import BaseModel, Field
 
 from imap_mcp.protocol import ApprovalRequest, Guard
+from imap_mcp.protocol.local_time import DialogClock
 from imap_mcp.sealing import fingerprint
 
 from ..config import OutgoingFiles, SmtpSettings
@@ -33,7 +34,6 @@ from ..imap.lookup import MessageSelection, current_ref, resolve_one
 from ..imap.message_ids import MessageRef, encode_id
 from ..imap.pool import Examined, ImapPool, InMailbox
 from ..imap.session import Session
-from ..local_time import DialogClock
 from ..outgoing.approval import forward_request, send_draft_request, send_request
 from ..outgoing.attachments import (
     MAX_ATTACHMENTS,

@@ -26,7 +26,20 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from imap_mcp.protocol.errors import ApprovalRefused, ImapMcpError
 
-from ..imap.permanent_flags import SETTABLE_SYSTEM_FLAGS, keeps, keeps_new_keywords
+from ..imap.permanent_flags import SETTABLE_SYSTEM_FLAGS
+from .needs import (
+    LISTED_KEYWORD,
+    WEBHOOKS_ON,
+    Capability,
+    KeptFlag,
+    KeptKeyword,
+    Need,
+    Readiness,
+    RoleMailbox,
+    ServerFacts,
+    moving_needs,
+    saving_to_sent_needs,
+)
 
 if TYPE_CHECKING:  # the SDK is imported where tools are registered, not with the table (the CLI reads it)
     from mcp.server.mcpserver import MCPServer
@@ -35,158 +48,13 @@ if TYPE_CHECKING:  # the SDK is imported where tools are registered, not with th
 
     from imap_mcp.protocol import Guard
 
-    from ..config import Settings
 
 Feature = Literal["mailboxes", "reading", "changes", "outgoing", "webhooks", "accounts"]
 #: never; always (a person approves: a dialog, a pushed dialog, or the two-call token); it depends on the arguments
 Asks = Literal["never", "always", "depends"]
 ToolFunction = TypeVar("ToolFunction", bound=Callable[..., Any])
-#: what a tool does on one server: as documented; slower or weaker (it says how); refused (it says why); runs but
-#: the server does not keep what it did (only `imap-mcp check --write-test` finds it); not offered (a setting)
-Verdict = Literal["works", "degrades", "refused", "fails", "off"]
-#: the keyword list_new_messages keeps its last look in (`reading.new_messages.LISTED`)
-LISTED_KEYWORD = "$ImapMcpListed"
 
 logger = logging.getLogger("imap_mcp")
-
-
-@dataclass(frozen=True)
-class ServerFacts:
-    """What a server showed of what the tools need: its capabilities (upper case), the roles of its mailboxes,
-    the flags INBOX keeps, and which of the settings the tools need are on."""
-
-    capabilities: frozenset[str]
-    roles: frozenset[str]
-    #: PERMANENTFLAGS of INBOX selected read-write (empty when it is read-only); None when the SELECT did not say,
-    #: which RFC 3501 reads as every flag
-    kept_flags: frozenset[bytes] | None
-    settings: frozenset[str] = frozenset()
-
-
-@dataclass(frozen=True)
-class Capability:
-    """An IMAP capability (any one of several)."""
-
-    names: tuple[str, ...]
-
-    @property
-    def label(self) -> str:
-        return " or ".join(self.names)
-
-    def met(self, facts: ServerFacts) -> bool:
-        return any(name in facts.capabilities for name in self.names)
-
-    def used(self, facts: ServerFacts) -> str:
-        """What is used where it is met: the first of the names the server offers."""
-        return next((name for name in self.names if name in facts.capabilities), self.label)
-
-
-@dataclass(frozen=True)
-class RoleMailbox:
-    """A mailbox with this role: marked by SPECIAL-USE or XLIST, or named like one (`imap.mailboxes`)."""
-
-    role: Literal["sent", "drafts", "trash"]
-
-    @property
-    def label(self) -> str:
-        return f"a {self.role.title()} mailbox"
-
-    def met(self, facts: ServerFacts) -> bool:
-        return self.role in facts.roles
-
-    def used(self, facts: ServerFacts) -> str:
-        return self.label
-
-
-@dataclass(frozen=True)
-class KeptKeyword:
-    """A mailbox that keeps a keyword: `\\*` in PERMANENTFLAGS (any new keyword), or this one by name."""
-
-    keyword: str | None = None
-
-    @property
-    def label(self) -> str:
-        also = f" or {self.keyword}" if self.keyword else ""
-        return f"keywords kept (PERMANENTFLAGS with \\*{also})"
-
-    def met(self, facts: ServerFacts) -> bool:
-        if self.keyword is None:
-            return keeps_new_keywords(facts.kept_flags)
-        return keeps(facts.kept_flags, self.keyword)
-
-    def used(self, facts: ServerFacts) -> str:
-        return self.label
-
-
-@dataclass(frozen=True)
-class KeptFlag:
-    """A mailbox that keeps a system flag: listed in PERMANENTFLAGS (`\\*` allows keywords only, RFC 9051)."""
-
-    flag: str
-
-    @property
-    def label(self) -> str:
-        return f"{self.flag} kept (in PERMANENTFLAGS)"
-
-    def met(self, facts: ServerFacts) -> bool:
-        return keeps(facts.kept_flags, self.flag)
-
-    def used(self, facts: ServerFacts) -> str:
-        return "the system flags kept"
-
-
-@dataclass(frozen=True)
-class SettingOn:
-    """A setting of this server that is set (or not switched off); `label` says which value counts."""
-
-    name: str
-    label: str
-
-    def met(self, facts: ServerFacts) -> bool:
-        return self.name in facts.settings
-
-    def used(self, facts: ServerFacts) -> str:
-        return self.label
-
-
-Requirement = Capability | RoleMailbox | KeptKeyword | KeptFlag | SettingOn
-
-
-@dataclass(frozen=True)
-class Need:
-    """What one use of a tool (`use`; None: every use) needs, and what happens without it: it degrades or is
-    refused (`without`), and how, or what to do instead (`effect`, said after "without <requirement>: ")."""
-
-    requirement: Requirement
-    without: Literal["degrades", "refused"]
-    effect: str
-    use: str | None = None
-
-
-#: the settings the needs name (a tool's `needs`, a `SettingOn`), and whether each is set (or on)
-SETTINGS: dict[str, Callable[[Settings], bool]] = {
-    "SMTP_HOST": lambda settings: settings.smtp is not None,
-    "IMAP_MCP_WEBHOOKS": lambda settings: settings.webhooks.enabled,
-}
-
-
-def settings_on(settings: Settings) -> frozenset[str]:
-    """Those of `SETTINGS` that are set (or on) in `settings`."""
-    return frozenset(name for name, is_on in SETTINGS.items() if is_on(settings))
-
-
-@dataclass(frozen=True)
-class Readiness:
-    """One use of a tool on one server: its verdict, and why (what is missing and what happens)."""
-
-    tool: str
-    use: str | None
-    verdict: Verdict
-    detail: str
-
-    @property
-    def name(self) -> str:
-        return f"{self.tool} ({self.use})" if self.use else self.tool
 
 
 @dataclass(frozen=True)
@@ -257,40 +125,6 @@ NOTHING_SENT = "Nothing was sent: "
 _ALWAYS = "always: a dialog where the client can show one, else the two-call token"
 
 
-def _moving(use: str, instead: str) -> tuple[Need, ...]:
-    """What taking messages out of a mailbox needs, which a move and a trash-delete (a move to Trash) share."""
-    return (
-        Need(
-            Capability(("MOVE", "UIDPLUS")),
-            "refused",
-            f"nothing could take exactly these messages out of their mailbox ({instead})",
-            use,
-        ),
-        Need(
-            Capability(("MOVE",)),
-            "degrades",
-            "the messages are copied, then exactly these are expunged (UID EXPUNGE): two steps instead of one",
-            use,
-        ),
-    )
-
-
-def _saving_to_sent() -> tuple[Need, ...]:
-    return (
-        Need(
-            RoleMailbox("sent"),
-            "refused",
-            "nothing is sent: create a Sent mailbox, or send with save_to_sent: false",
-            "save_to_sent: true",
-        ),
-    )
-
-
-_WEBHOOKS_ON = Need(
-    SettingOn("IMAP_MCP_WEBHOOKS", "IMAP_MCP_WEBHOOKS on (the default)"),
-    "refused",
-    "the webhook tools only read",
-)
 _SENT_USES = ("save_to_sent: true", "save_to_sent: false")
 
 
@@ -439,7 +273,7 @@ TOOLS: tuple[ToolSpec, ...] = (
                 "create a Trash mailbox, or delete with permanent: true",
                 "permanent: false",
             ),
-            *_moving("permanent: false", "copy them with move_messages mode copy"),
+            *moving_needs("permanent: false", "copy them with move_messages mode copy"),
             Need(
                 Capability(("UIDPLUS",)),
                 "refused",
@@ -460,7 +294,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         uses=("mode: move", "mode: copy"),
         names_messages="ids",
         requires=(
-            *_moving("mode: move", "mode copy still works"),
+            *moving_needs("mode: move", "mode copy still works"),
             Need(
                 Capability(("UIDPLUS",)),
                 "degrades",
@@ -479,13 +313,13 @@ TOOLS: tuple[ToolSpec, ...] = (
         refused_prefix="Nothing was saved: ",
         requires=(Need(RoleMailbox("drafts"), "refused", "create a Drafts mailbox"),),
     ),
-    _sending("send_message", "Send an email", _saving_to_sent()),
-    _sending("reply_to_message", "Reply to a message", _saving_to_sent(), "id"),
+    _sending("send_message", "Send an email", saving_to_sent_needs()),
+    _sending("reply_to_message", "Reply to a message", saving_to_sent_needs(), "id"),
     _sending(
         "send_draft",
         "Send a draft",
         (
-            *_saving_to_sent(),
+            *saving_to_sent_needs(),
             Need(RoleMailbox("drafts"), "refused", "there is no draft to send: create a Drafts mailbox"),
             Need(
                 Capability(("UIDPLUS",)),
@@ -499,7 +333,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "forward_message",
         "Forward a message",
         (
-            *_saving_to_sent(),
+            *saving_to_sent_needs(),
             Need(
                 KeptKeyword("$Forwarded"),
                 "degrades",
@@ -520,7 +354,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "never",
         asking="never: it acts on notifications, not on mail",
         requires=(
-            _WEBHOOKS_ON,
+            WEBHOOKS_ON,
             Need(
                 Capability(("IDLE",)),
                 "degrades",
@@ -538,7 +372,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "never",
         asking="never: it acts on notifications, not on mail",
         open_world=False,
-        requires=(_WEBHOOKS_ON,),
+        requires=(WEBHOOKS_ON,),
     ),
 )
 BY_NAME = {spec.name: spec for spec in TOOLS}

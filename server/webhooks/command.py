@@ -16,10 +16,11 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, NoReturn
 
 from ..accounts.loading import ACCOUNTS_FILE_VARIABLE
-from ..accounts.reloading import RELOAD_POLL, AccountsFile
-from ..config import ConfigError, Settings
+from ..config import Settings
 from ..errors import ImapMcpError
 from ..logs import get_logger
+from ..serving.reloading import RELOAD_POLL, AccountsFile
+from ..setting_values import ConfigError
 from ..store.clock import store_time
 from ..store.database import Store
 from .cipher import StoreCipher

@@ -39,7 +39,7 @@ from ..imap.message_ids import MessageRef
 from ..imap.session import Session
 from ..logs import get_logger
 from ..outgoing.compose import CONTROL_CHARACTERS, HEADER_PARSE_ERRORS
-from ..reading.reader import header_text, parse_headers
+from ..reading.headers import header_text, parse_headers
 from .outbox import rfc3339
 
 #: bytes of the From and of the Subject header fields read per message (a longer From is cut)

@@ -7,7 +7,7 @@ import secrets
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from ..config import is_loopback
+from ..setting_values import is_loopback
 from ..store.database import Tx
 from .cipher import StoreCipher, Unreadable
 

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..config import ConfigError, Secret, flag, key_list
+from ..setting_values import ConfigError, Secret, flag, key_list
 
 HOUR = 3600
 DAY = 24 * HOUR

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from imap_mcp.server.accounts.loading import ENVIRONMENT_ACCOUNT, load_accounts
-from imap_mcp.server.accounts.policy import ToolPolicy
-from imap_mcp.server.config import ConfigError
+from imap_mcp.server.setting_values import ConfigError
+from imap_mcp.server.tools.policy import ToolPolicy
 
 TOKEN_ALICE = "alice-token-0123456789abcdef"
 TOKEN_BOB = "bob-token-0123456789abcdef"

@@ -19,10 +19,10 @@ import pytest
 from harness import ALICE_TOKEN, BOB_TOKEN, accounts_env, new_account
 from starlette.types import ASGIApp, Message
 
-from imap_mcp.server.accounts import routing
 from imap_mcp.server.accounts.loading import load_accounts
-from imap_mcp.server.accounts.serving import accounts_http_app
 from imap_mcp.server.demo.dovecot import Dovecot
+from imap_mcp.server.serving import account_routing as routing
+from imap_mcp.server.serving.accounts import accounts_http_app
 
 pytestmark = pytest.mark.anyio
 

@@ -26,10 +26,10 @@ from harness import (
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
-from imap_mcp.server.accounts.policy import ToolPolicy
-from imap_mcp.server.app import build_server
 from imap_mcp.server.config import Settings
 from imap_mcp.server.demo.dovecot import Dovecot, free_port
+from imap_mcp.server.serving.app import build_server
+from imap_mcp.server.tools.policy import ToolPolicy
 
 pytestmark = pytest.mark.anyio
 

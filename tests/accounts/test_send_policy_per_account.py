@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from imap_mcp.server.accounts.loading import load_accounts
-from imap_mcp.server.config import ConfigError
+from imap_mcp.server.setting_values import ConfigError
 
 ENV = {
     "IMAP_HOST": "imap.example.com",

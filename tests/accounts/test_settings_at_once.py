@@ -14,10 +14,11 @@ from pathlib import Path
 import pytest
 
 from imap_mcp.server.accounts.loading import is_secret_file_key, load_accounts
-from imap_mcp.server.accounts.policy import load_policy
 from imap_mcp.server.accounts.pools import load_max_connections
-from imap_mcp.server.config import KNOWN_SETTINGS, ConfigError, load_settings
-from imap_mcp.server.http_access import load_http_settings
+from imap_mcp.server.config import KNOWN_SETTINGS, load_settings
+from imap_mcp.server.serving.http_access import load_http_settings
+from imap_mcp.server.setting_values import ConfigError
+from imap_mcp.server.tools.policy import load_policy
 
 ROOT = Path(__file__).resolve().parents[2]
 BASE = {"IMAP_HOST": "imap.example.com", "IMAP_USERNAME": "me@example.com", "IMAP_PASSWORD": "pw"}

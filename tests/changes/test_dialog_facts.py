@@ -15,11 +15,11 @@ import pytest
 from harness import Account, Person, answer, append_message, ask, dialog_text, guarded_client, message_ids, served
 
 from imap_mcp.protocol import Guard
+from imap_mcp.protocol.local_time import DialogClock
 from imap_mcp.sealing import KeyRing
-from imap_mcp.server.app import build_server
 from imap_mcp.server.changes.facts import SHOWN_MAX
 from imap_mcp.server.config import Settings
-from imap_mcp.server.local_time import DialogClock
+from imap_mcp.server.serving.app import build_server
 
 pytestmark = pytest.mark.anyio
 

@@ -17,9 +17,9 @@ from keyword_dropping import KeywordDroppingServer
 from mcp import Client
 from smtp_capture import SENDER, CaptureSMTP
 
-from imap_mcp.server.app import build_server
 from imap_mcp.server.config import load_settings
 from imap_mcp.server.demo.dovecot import Dovecot, free_port
+from imap_mcp.server.serving.app import build_server
 
 #: the IMAP steps, in the order each TLS mode tries them
 IMAP_STEPS = {

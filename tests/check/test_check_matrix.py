@@ -24,10 +24,11 @@ from imapclient import IMAPClient
 from mcp import Client
 from smtp_capture import SENDER, CaptureSMTP
 
-from imap_mcp.server.app import build_server
 from imap_mcp.server.check.write_test import STEPS as WRITE_STEPS
 from imap_mcp.server.config import load_settings
-from imap_mcp.server.tools.registry import TOOLS, ServerFacts
+from imap_mcp.server.serving.app import build_server
+from imap_mcp.server.tools.needs import ServerFacts
+from imap_mcp.server.tools.registry import TOOLS
 
 pytestmark = [
     pytest.mark.matrix,

@@ -13,16 +13,8 @@ from imap_mcp.server.check.readiness import proven
 from imap_mcp.server.check.write_test import Proof
 from imap_mcp.server.reading.new_messages import LISTED
 from imap_mcp.server.tools.accounts import RELEVANT_CAPABILITIES
-from imap_mcp.server.tools.registry import (
-    LISTED_KEYWORD,
-    SETTINGS,
-    TOOLS,
-    Capability,
-    RoleMailbox,
-    ServerFacts,
-    SettingOn,
-    ToolSpec,
-)
+from imap_mcp.server.tools.needs import LISTED_KEYWORD, SETTINGS, Capability, RoleMailbox, ServerFacts, SettingOn
+from imap_mcp.server.tools.registry import TOOLS, ToolSpec
 
 USING_TOOLS = Path(__file__).resolve().parents[2] / "docs" / "using-tools.md"
 EVERYTHING = ServerFacts(

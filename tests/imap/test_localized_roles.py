@@ -15,9 +15,10 @@ from harness import Account, Person, error_text, new_account, served, start_dove
 from imapclient.imap_utf7 import encode
 
 from imap_mcp.server.accounts.loading import load_from_file
-from imap_mcp.server.config import ConfigError, Settings, load_settings
+from imap_mcp.server.config import Settings, load_settings
 from imap_mcp.server.demo.dovecot import Dovecot
 from imap_mcp.server.imap.role_names import NamedRole
+from imap_mcp.server.setting_values import ConfigError
 
 pytestmark = pytest.mark.anyio
 

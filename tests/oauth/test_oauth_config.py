@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from imap_mcp.server.config import ConfigError, Secret, load_settings
+from imap_mcp.server.config import load_settings
 from imap_mcp.server.oauth.token_file import write_fields
+from imap_mcp.server.setting_values import ConfigError, Secret
 
 OAUTH = {
     "IMAP_AUTH": "oauth2",

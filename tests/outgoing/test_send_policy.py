@@ -11,8 +11,9 @@ from harness import Person, error_text, served, structured
 from mcp.types import ElicitRequest, ElicitRequestFormParams, ElicitResult, InputRequiredResult
 from smtp_capture import CaptureSMTP
 
-from imap_mcp.server.config import ConfigError, load_settings
+from imap_mcp.server.config import load_settings
 from imap_mcp.server.outgoing.policy import SendPolicy
+from imap_mcp.server.setting_values import ConfigError
 
 pytestmark = pytest.mark.anyio
 

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from imap_mcp.server.config import ConfigError, Secret, load_settings
+from imap_mcp.server.config import load_settings
+from imap_mcp.server.setting_values import ConfigError, Secret
 
 IMAP = {
     "IMAP_HOST": "imap.example.com",
@@ -87,7 +88,7 @@ def test_no_smtp_error_shows_a_password() -> None:
 
 
 def test_the_cli_exits_2_with_one_line_for_a_bad_smtp_setting(capsys: pytest.CaptureFixture[str]) -> None:
-    from imap_mcp.server.startup import load_or_exit
+    from imap_mcp.server.serving.startup import load_or_exit
 
     with pytest.raises(SystemExit) as exited:
         load_or_exit(load_settings, {**IMAP, "SMTP_HOST": "smtp.example.com", "SMTP_PORT": "smtp"})

@@ -8,10 +8,11 @@ from email.headerregistry import Address
 import pytest
 from smtp_capture import CaptureSMTP, TlsOptions
 
-from imap_mcp.server.config import Secret, SmtpSettings, load_settings
+from imap_mcp.server.config import SmtpSettings, load_settings
 from imap_mcp.server.demo.dovecot import free_port
 from imap_mcp.server.outgoing.compose import Draft, build_message, parse_recipients
 from imap_mcp.server.outgoing.smtp import SendFailed, send
+from imap_mcp.server.setting_values import Secret
 
 LOGIN = ("sender@example.org", "smtp-pw-5c1e")
 SECRET_SUBJECT = "Quarterly numbers, do not forward"

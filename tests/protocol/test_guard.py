@@ -21,8 +21,8 @@ from mcp.types import CallToolResult, InputRequiredResult
 
 from imap_mcp.protocol import Guard
 from imap_mcp.sealing import KeyRing
-from imap_mcp.server.app import build_server
 from imap_mcp.server.imap.message_ids import MessageRef
+from imap_mcp.server.serving.app import build_server
 
 pytestmark = pytest.mark.anyio
 

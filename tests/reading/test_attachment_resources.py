@@ -31,10 +31,11 @@ from mcp.shared.uri_template import UriTemplate
 from mcp.types import ResourceLink
 
 from imap_mcp.server.accounts.loading import load_accounts
-from imap_mcp.server.config import DEFAULT_MAX_ATTACHMENT_BYTES, ConfigError, load_settings
+from imap_mcp.server.config import DEFAULT_MAX_ATTACHMENT_BYTES, load_settings
 from imap_mcp.server.demo.dovecot import Dovecot
 from imap_mcp.server.imap.message_ids import MessageRef, decode_id
 from imap_mcp.server.reading.resources import TEMPLATE, InvalidPartUri, authority, parse_part_uri, part_uri
+from imap_mcp.server.setting_values import ConfigError
 
 pytestmark = pytest.mark.anyio
 
@@ -246,7 +247,7 @@ async def test_over_http_a_token_reads_only_its_own_accounts_parts(dovecot: Dove
 async def test_without_get_attachments_no_part_is_served(account: Account) -> None:
     """An operator who withholds get_attachments withholds the bytes it would give, resources/read too."""
     env = account.env(IMAP_MCP_DISABLE_TOOLS="get_attachments")
-    from imap_mcp.server.accounts.serving import account_server
+    from imap_mcp.server.serving.accounts import account_server
 
     [only] = load_accounts(env).accounts
     async with Client(account_server(only), mode="2026-07-28") as client:

@@ -13,7 +13,7 @@ from imap_mcp.server.reading.authentication import (
     results_headers,
     sender_verified,
 )
-from imap_mcp.server.reading.reader import read_headers
+from imap_mcp.server.reading.headers import read_headers
 from imap_mcp.server.reading.warnings import Judge
 
 TRUSTED = ("mx.example.org",)

@@ -26,15 +26,9 @@ from imap_mcp.server.reading.fence import (
     neutralised,
     sender_line,
 )
+from imap_mcp.server.reading.headers import read_headers
 from imap_mcp.server.reading.parts import Part, decode_body
-from imap_mcp.server.reading.reader import (
-    FetchedMessage,
-    FetchedText,
-    MessageContent,
-    SenderText,
-    message_content,
-    read_headers,
-)
+from imap_mcp.server.reading.reader import FetchedMessage, FetchedText, MessageContent, SenderText, message_content
 from imap_mcp.server.tools.results import fenced_result
 
 NONCE = re.compile(r"^[0-9a-f]{32}$")

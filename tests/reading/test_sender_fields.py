@@ -29,10 +29,11 @@ from hostile.untrusted_mail import fenced_blocks
 from mcp.types import EmbeddedResource, ResourceLink
 from pydantic import BaseModel
 
-from imap_mcp.server.app import build_server
-from imap_mcp.server.config import ImapSettings, Secret, Settings, SmtpSettings
+from imap_mcp.server.config import ImapSettings, Settings, SmtpSettings
 from imap_mcp.server.reading.fence import Fenced, field_kinds
 from imap_mcp.server.reading.media_types import UNKNOWN_TYPE, declared_if_reduced, media_type
+from imap_mcp.server.serving.app import build_server
+from imap_mcp.server.setting_values import Secret
 from imap_mcp.server.tools.registry import TOOLS
 
 pytestmark = pytest.mark.anyio

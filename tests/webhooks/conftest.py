@@ -13,8 +13,8 @@ from postgres import PrivatePostgres
 from watching import Operator, operating
 from webhook_helpers import ACCOUNT, AUTH_HEADER, HOOK_URL, LogLines, new_key
 
-from imap_mcp.server.config import Secret
 from imap_mcp.server.logs import LOGGER_NAME
+from imap_mcp.server.setting_values import Secret
 from imap_mcp.server.store.database import Store
 from imap_mcp.server.webhooks.cipher import StoreCipher
 from imap_mcp.server.webhooks.leases import hold_lease

@@ -17,8 +17,8 @@ from harness import Account, new_account
 from webhook_helpers import new_key
 
 from imap_mcp.server.accounts.loading import load_accounts
-from imap_mcp.server.config import ConfigError
 from imap_mcp.server.demo.dovecot import Dovecot
+from imap_mcp.server.setting_values import ConfigError
 from imap_mcp.server.store.database import Store
 from imap_mcp.server.webhooks.cipher import StoreCipher
 from imap_mcp.server.webhooks.operations import webhook_store

@@ -26,9 +26,10 @@ from harness import append_message, new_account
 from watching import operating
 from webhook_helpers import ACCOUNT, ACCOUNT_USER, LogLines, add_events, event_sequences
 
-from imap_mcp.server.config import ImapSettings, Secret, Settings
+from imap_mcp.server.config import ImapSettings, Settings
 from imap_mcp.server.demo.dovecot import Dovecot
 from imap_mcp.server.imap.connection import connect
+from imap_mcp.server.setting_values import Secret
 from imap_mcp.server.store.clock import ClockRefused, store_time
 from imap_mcp.server.store.database import Store, Tx
 from imap_mcp.server.webhooks.cipher import StoreCipher

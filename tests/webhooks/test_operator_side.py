@@ -14,8 +14,8 @@ from harness import Account, accounts_env, new_account
 from watching import Operator, operating
 from webhook_helpers import ACCOUNT, add_events, new_key
 
-from imap_mcp.server.config import ConfigError, Secret
 from imap_mcp.server.demo.dovecot import Dovecot
+from imap_mcp.server.setting_values import ConfigError, Secret
 from imap_mcp.server.store.database import MIGRATIONS, Store
 from imap_mcp.server.webhooks.cipher import StoreCipher, Unreadable
 from imap_mcp.server.webhooks.delivery import record_failure, record_success

@@ -19,7 +19,7 @@ from receiver import Receiver
 from watching import Operator, operating
 from webhook_helpers import ACCOUNT, add_events, new_key
 
-from imap_mcp.server.config import Secret
+from imap_mcp.server.setting_values import Secret
 from imap_mcp.server.store.database import Store
 from imap_mcp.server.webhooks.cipher import PREFIX, StoreCipher, Unreadable
 from imap_mcp.server.webhooks.delivery import deliver_one

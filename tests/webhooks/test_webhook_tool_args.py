@@ -21,7 +21,7 @@ from harness import error_text, structured
 from jsonschema.validators import validator_for
 from webhook_helpers import ACCOUNT, add_events, event_sequences, served_webhooks, set_columns, with_changes
 
-from imap_mcp.server.config import ConfigError
+from imap_mcp.server.setting_values import ConfigError
 from imap_mcp.server.store.database import Store
 from imap_mcp.server.webhooks.rows import WebhookRow, load_row
 from imap_mcp.server.webhooks.settings import WebhookSettings, load_webhook_settings

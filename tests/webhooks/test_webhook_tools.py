@@ -21,7 +21,7 @@ from webhook_helpers import (
     with_changes,
 )
 
-from imap_mcp.server.config import Secret
+from imap_mcp.server.setting_values import Secret
 from imap_mcp.server.store.database import Store
 from imap_mcp.server.webhooks.rows import load_row
 from imap_mcp.server.webhooks.settings import WebhookSettings

@@ -9,8 +9,9 @@ from typing import Any
 
 from mcp import Client
 
-from imap_mcp.server.app import build_server
-from imap_mcp.server.config import ImapSettings, Secret, Settings
+from imap_mcp.server.config import ImapSettings, Settings
+from imap_mcp.server.serving.app import build_server
+from imap_mcp.server.setting_values import Secret
 from imap_mcp.server.store.database import Store
 from imap_mcp.server.webhooks.outbox import enqueue
 from imap_mcp.server.webhooks.rows import load_row

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..config import ConfigError
-from ..tools.registry import SERVER_INFO_TOOL, TOOL_NAMES
+from ..setting_values import ConfigError
+from .registry import SERVER_INFO_TOOL, TOOL_NAMES
 
 POLICY_VARIABLES = ("IMAP_MCP_READ_ONLY", "IMAP_MCP_TOOLS", "IMAP_MCP_DISABLE_TOOLS")
 

@@ -1,7 +1,7 @@
 """An ASGI application factory, for any ASGI server and for serverless platforms.
 
-    uvicorn --factory imap_mcp.server.asgi:create_app --host 0.0.0.0 --port 8000
-    hypercorn 'imap_mcp.server.asgi:create_app()'
+    uvicorn --factory imap_mcp.server.serving.asgi:create_app --host 0.0.0.0 --port 8000
+    hypercorn 'imap_mcp.server.serving.asgi:create_app()'
 
 Settings come from the environment (and `IMAP_MCP_ACCOUNTS_FILE`), as for `imap-mcp serve`.
 Nothing runs in the background for correctness; the ASGI server must run the app's lifespan
@@ -17,9 +17,9 @@ from collections.abc import Mapping
 
 from starlette.types import ASGIApp
 
-from .accounts.loading import load_accounts
-from .accounts.serving import accounts_http_app
-from .logs import setup_logging
+from ..accounts.loading import load_accounts
+from ..logs import setup_logging
+from .accounts import accounts_http_app
 from .startup import announce, load_or_exit
 
 

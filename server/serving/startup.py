@@ -7,11 +7,11 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, TypeVar
 
-from .config import ConfigError
+from ..setting_values import ConfigError
 
 if TYPE_CHECKING:
-    from .accounts.loading import Account, Accounts
-    from .imap.pool import ImapPool
+    from ..accounts.loading import Account, Accounts
+    from ..imap.pool import ImapPool
 
 T = TypeVar("T")
 
@@ -45,7 +45,7 @@ def announce(accounts: Accounts, http: bool) -> None:
 
     The random-seal-key warning only over HTTP (see `guard.start_lines`).
     """
-    from .guard import ELICITATION_OFF_LINE, start_lines  # here: `check` and `--version` need no SDK
+    from ..guard import ELICITATION_OFF_LINE, start_lines  # here: `check` and `--version` need no SDK
 
     first = accounts.accounts[0].settings
     if accounts.source is None:
@@ -61,7 +61,7 @@ def check_login_in_background(pool: ImapPool) -> threading.Thread:
     """Log in once at start, in a thread of its own, so that stdio never waits on the network: a login that fails
     is one `imap-mcp: …` line on stderr at once (never the password), not a surprise at the first tool call; one
     that works leaves its connection in `pool` for the first tool. Returns the thread (tests join it)."""
-    from .errors import ImapMcpError
+    from ..errors import ImapMcpError
 
     def attempt() -> None:
         try:

@@ -37,7 +37,8 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .config import MIN_TOKEN_LENGTH, ConfigError, Secret, is_loopback
+from ..config import MIN_TOKEN_LENGTH
+from ..setting_values import ConfigError, Secret, is_loopback
 
 LOCAL_HOSTS = ("localhost", "127.0.0.1", "[::1]")
 PRINCIPAL_STATE_KEY = "imap_mcp_principal"

@@ -28,9 +28,9 @@ import anyio.to_thread
 from starlette.applications import Starlette
 from starlette.types import Receive, Scope, Send
 
-from ..http_access import Tokens, principal_for_token, principal_of_scope, respond_unauthorized
+from ..accounts.loading import Account, Accounts
 from ..imap.pool import ImapPool
-from .loading import Account, Accounts
+from .http_access import Tokens, principal_for_token, principal_of_scope, respond_unauthorized
 from .reloading import RELOAD_POLL, AccountsFile
 
 #: an account's app, built for its account and pool

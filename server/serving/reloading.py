@@ -15,9 +15,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..config import ConfigError
+from ..accounts.loading import Accounts, load_accounts
 from ..logs import get_logger
-from .loading import Accounts, load_accounts
+from ..setting_values import ConfigError
 
 #: seconds between two looks at the accounts file
 RELOAD_POLL = 2.0

@@ -8,15 +8,15 @@ from mcp.server.mcpserver import MCPServer
 from starlette.applications import Starlette
 from starlette.types import ASGIApp
 
-from ..app import build_server
-from ..config import ConfigError
-from ..http_access import Tokens, load_http_settings
+from ..accounts.loading import ACCOUNTS_FILE_VARIABLE, Account, Accounts
+from ..accounts.pools import AccountPools, load_max_connections
 from ..imap.pool import ImapPool
-from ..transports import guarded_app, http_app, sdk_http_app
-from .loading import ACCOUNTS_FILE_VARIABLE, Account, Accounts
-from .pools import AccountPools, load_max_connections
+from ..setting_values import ConfigError
+from .account_routing import AccountRouter, ServedAccount
+from .app import build_server
+from .http_access import Tokens, load_http_settings
 from .reloading import AccountsFile
-from .routing import AccountRouter, ServedAccount
+from .transports import guarded_app, http_app, sdk_http_app
 
 
 def account_server(account: Account, pool: ImapPool | None = None) -> MCPServer:

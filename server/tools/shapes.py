@@ -30,7 +30,7 @@ from mcp.server.mcpserver.tools.base import Tool
 from mcp.types import Icon, ToolAnnotations
 from pydantic import ValidationError
 
-from .tools.registry import arguments_refused
+from .registry import arguments_refused
 
 #: at most this many patterns are kept (one per tool and distinct description is the usual few dozen)
 MOST_KEPT = 512
