@@ -73,13 +73,15 @@ class OldDraft:
     ref: MessageRef
     size: int
     digest: str
+    #: whether the server can expunge exactly it (UIDPLUS); without, it stays in Drafts beside the new draft
+    removable: bool = True
 
 
 def read_old_draft(client: Session, ref: MessageRef) -> OldDraft:
     """The draft `ref` names, read whole (without marking it read); refused unless it is in the Drafts mailbox."""
     advice = "Save a new draft with save_draft instead."
     raw = draft_bytes(client, ref, "update_draft replaces", advice)
-    return OldDraft(ref, len(raw), bytes_digest(raw))
+    return OldDraft(ref, len(raw), bytes_digest(raw), bool(client.has_capability("UIDPLUS")))
 
 
 def update_target(account: str, old: OldDraft, new: NewDraft) -> Target:
@@ -105,10 +107,16 @@ def update_request(tool: str, account: str, old: OldDraft, new: NewDraft, change
         if changed_since_saved
         else "This server did not save it"
     )
+    if old.removable:
+        effect = (
+            f"It is removed from {shown(ref.mailbox)} for good (expunged: this cannot be undone) once the new draft "
+            "is saved there in its place."
+        )
+    else:
+        effect = "This server cannot expunge exactly one message (no UIDPLUS), so it stays there beside the new draft."
     lines = [
         f"Replace the draft UID {ref.uid} in {shown(ref.mailbox)} (UIDVALIDITY {ref.uidvalidity}, {old.size} bytes)?",
-        f"{why}: a person or another mail client may have written it. It is removed from {shown(ref.mailbox)} for "
-        "good (expunged: this cannot be undone) once the new draft is saved there in its place.",
+        f"{why}: a person or another mail client may have written it. {effect}",
         *_new_content_lines(new),
         f"Account: {word(account)}",
         UPDATE_NOT_SHOWN_NOTE,

@@ -115,6 +115,7 @@ async def test_an_updated_draft_can_be_updated_again_without_asking(account: Acc
     assert first not in drafts(account)
 
 
+@pytest.mark.matrix
 async def test_a_draft_another_client_saved_is_replaced_only_after_a_person_says_yes(account: Account) -> None:
     old = foreign_draft(account)
     async with served(account, mode="2026-07-28", elicitation_callback=Person()) as client:
@@ -124,6 +125,8 @@ async def test_a_draft_another_client_saved_is_replaced_only_after_a_person_says
     question = dialog_text(asked)
     assert f"Replace the draft UID {decode_id(old).uid}" in question and "This server did not save it" in question
     assert "bob@example.net" in question and "Mine." not in question and "v2: Tuesday" not in question
+    said = "removed from \"Drafts\" for good" if has_uidplus(account) else "stays there beside the new draft"
+    assert said.replace("Drafts", account.mailbox("Drafts")) in question
     assert updated["approved_by"] == "dialog"
     assert_replaced(account, updated, old)
 
