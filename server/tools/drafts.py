@@ -41,6 +41,7 @@ from ..outgoing.sent_mailbox import fetch_original
 from ..outgoing.wire import FileToSend, Wire
 from ..store.database import StoreError
 from ..store.drafts import DraftPlace, forget_draft, record_draft, recorded_digest
+from ..store.ledger import Entry, Ledger, approval_key, begin_at, running_lifetime
 from .results import log_change, text_result
 
 UPDATE_TOOL = "update_draft"
@@ -139,9 +140,11 @@ def _draft_bytes(message: EmailMessage, attached: Sequence[FileToSend], limit: i
 
 
 class DraftUpdated(BaseModel):
-    status: Literal["updated", "confirmation_required"] = Field(
+    status: Literal["updated", "confirmation_required", "in_progress", "already_updated"] = Field(
         description="updated: the new draft is saved (see old_removed for the old one); confirmation_required: "
-        "nothing changed yet, repeat the call with confirm_token."
+        "nothing changed yet, repeat the call with confirm_token; in_progress: another attempt of this same "
+        "approval is replacing the draft now, this call changed nothing; already_updated: this approval already "
+        "replaced the draft (id: the new draft), this call changed nothing."
     )
     mailbox: str = Field(description="The Drafts mailbox.")
     id: str | None = Field(
@@ -188,14 +191,26 @@ async def update_in_place(
     place = DraftPlace(updating.account, ref.mailbox, ref.uidvalidity, ref.uid)
     recorded = await anyio.to_thread.run_sync(recorded_digest, updating.store_url, place)
     approved_by: Approver | None = None
+    held: Held | None = None
     if recorded != old.digest:
         request = update_request(UPDATE_TOOL, updating.account, old, new, changed_since_saved=recorded is not None)
         request = await bound_to_the_store(request, updating.store_url)
         decision = await updating.guard.approve(ctx, request, confirm_token)
         if decision.channel is None:
             return decision.reply(lambda token: _pending(old, token))
-        approved_by = decision.channel.value
-    saved = await pool.run(lambda c: append_draft(c, new.message, new.whole), retry=False)
+        channel: Approver = decision.channel.value
+        approved_by = channel
+        begun = await _hold(updating, decision.evidence())
+        if isinstance(begun, Entry):
+            return _held_back(old, begun, channel)
+        held = begun
+    try:
+        saved = await pool.run(lambda c: append_draft(c, new.message, new.whole), retry=False)
+    except Exception:
+        if held is not None:  # nothing was saved: a replay of the approval may run at once
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(held.ledger.release_if_possible, held.key, held.holder)
+        raise
     problems = await record_saved(updating.store_url, updating.account, saved, new.whole)
     removed = await _removed(updating, old, place, problems)
     log_change(UPDATE_TOOL, saved.mailbox, (saved.uid,) if saved.uid else (), approved_by or "not needed")
@@ -209,7 +224,64 @@ async def update_in_place(
         approved_by=approved_by,
         problems=problems,
     )
+    if held is not None:
+        await _done(held, outcome)
     return text_result(_describe(outcome), outcome)
+
+
+@dataclass(frozen=True)
+class Held:
+    """This attempt holds an approved replacement in the approval ledger (`store.ledger`): it runs it, once."""
+
+    ledger: Ledger
+    key: str
+    holder: str
+
+
+async def _hold(updating: Updating, evidence: bytes) -> Held | Entry:
+    """Hold the approval `evidence` names for this attempt, or the ledger's row of another attempt of it (running,
+    or done), which then decides: concurrent answers to one approval never save two drafts."""
+    key = approval_key(updating.account, UPDATE_TOOL, evidence.hex())
+    stale = running_lifetime(updating.pool.settings.timeout)
+    ledger, begun = await anyio.to_thread.run_sync(
+        begin_at, updating.store_url, key, updating.account, UPDATE_TOOL, stale
+    )
+    if begun.holder is None:
+        assert begun.entry is not None
+        return begun.entry
+    return Held(ledger, key, begun.holder)
+
+
+async def _done(held: Held, outcome: DraftUpdated) -> None:
+    """Record in the ledger that the approved replacement ran (and its new id); a store that cannot is a problem of
+    the result, never a failure of a draft saved."""
+    recorded = {"id": outcome.id, "old_removed": outcome.old_removed}
+    try:
+        await anyio.to_thread.run_sync(held.ledger.advance, held.key, held.holder, "done", recorded)
+    except StoreError as exc:
+        outcome.problems.append(
+            f"The draft was replaced, but the store could not record that it was ({exc}): the same approval "
+            "repeated finds the old draft gone, or, where it stayed, may save the new content once more."
+        )
+
+
+def _held_back(old: OldDraft, entry: Entry, approved_by: Approver) -> CallToolResult:
+    """Another attempt of this approval is replacing the draft, or did: this call changed nothing."""
+    running = entry.state == "running"
+    new_id, old_removed = entry.outcome.get("id"), entry.outcome.get("old_removed")
+    outcome = DraftUpdated(
+        status="in_progress" if running else "already_updated",
+        mailbox=old.ref.mailbox,
+        id=new_id if isinstance(new_id, str) else None,
+        replaced_id=old.ref.id,
+        old_removed=old_removed is True,
+        approved_by=approved_by,
+    )
+    if running:
+        text = "Nothing was changed by this call: another attempt of this approval is replacing the draft now."
+    else:
+        text = f"Nothing was changed by this call: this approval already replaced the draft (new id: {outcome.id})."
+    return text_result(text, outcome)
 
 
 async def _removed(updating: Updating, old: OldDraft, place: DraftPlace, problems: list[str]) -> bool:

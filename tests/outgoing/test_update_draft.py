@@ -23,6 +23,7 @@ from harness import (
     dialog_text,
     error_text,
     message_ids,
+    pool_without,
     served,
     structured,
 )
@@ -125,7 +126,7 @@ async def test_a_draft_another_client_saved_is_replaced_only_after_a_person_says
     question = dialog_text(asked)
     assert f"Replace the draft UID {decode_id(old).uid}" in question and "This server did not save it" in question
     assert "bob@example.net" in question and "Mine." not in question and "v2: Tuesday" not in question
-    said = "removed from \"Drafts\" for good" if has_uidplus(account) else "stays there beside the new draft"
+    said = 'removed from "Drafts" for good' if has_uidplus(account) else "stays there beside the new draft"
     assert said.replace("Drafts", account.mailbox("Drafts")) in question
     assert updated["approved_by"] == "dialog"
     assert_replaced(account, updated, old)
@@ -157,6 +158,26 @@ async def test_without_a_dialog_a_foreign_draft_takes_the_two_call_token(account
     assert "does not fit this call" in error_text(other)  # the token binds the new content too
     assert updated["approved_by"] == "token"
     assert_replaced(account, updated, old)
+
+
+async def test_an_approval_replays_nothing_and_a_server_without_uidplus_keeps_the_old_draft(account: Account) -> None:
+    """The approval ledger, not the mailbox, makes one approved replacement run once: where the old draft stays (no
+    UIDPLUS: nothing can expunge exactly it), the same token again saves nothing more and answers the new id."""
+    old = foreign_draft(account)
+    pool = pool_without(account, ("UIDPLUS",))
+    try:
+        async with served(account, pool=pool, mode="2026-07-28") as client:
+            pending = structured(await client.call_tool("update_draft", {"id": old, **SECOND}))
+            token = {"confirm_token": pending["confirm_token"]}
+            updated = structured(await client.call_tool("update_draft", {"id": old, **SECOND, **token}))
+            after = drafts(account)
+            again = structured(await client.call_tool("update_draft", {"id": old, **SECOND, **token}))
+    finally:
+        pool.close_all()
+    assert updated["status"] == "updated" and not updated["old_removed"] and old in after and updated["id"] in after
+    assert "stays in Drafts" in " ".join(updated["problems"])
+    assert (again["status"], again["id"], again["old_removed"]) == ("already_updated", updated["id"], False)
+    assert drafts(account) == after
 
 
 async def test_a_draft_whose_bytes_differ_from_the_recorded_digest_is_asked_about(account: Account) -> None:

@@ -1,4 +1,4 @@
-"""The drafts this server saved, in the store on real SQLite and PostgreSQL: recorded, read back, replaced, forgotten."""
+"""The drafts this server saved, in the store on real SQLite and PostgreSQL: recorded, read back, forgotten."""
 
 from __future__ import annotations
 
