@@ -1,6 +1,7 @@
-"""What `save_draft` and `update_draft` share of the store, and `update_draft`'s path (`outgoing.draft_update`).
+"""What `save_draft` and `update_draft` share, and `update_draft`'s path (`outgoing.draft_update`).
 
-Every draft they save is recorded in the store (`store.drafts`), so update_draft knows it for this server's own;
+Both write a draft from the same arguments (`DraftComposer`: a new draft, or a reply to a message). Every draft
+they save is recorded in the store (`store.drafts`), so update_draft knows it for this server's own;
 a store that cannot record it only means a person is asked before that draft is replaced, so a saved draft is
 never reported as a failure for it.
 """
@@ -191,7 +192,7 @@ async def update_in_place(
     place = DraftPlace(updating.account, ref.mailbox, ref.uidvalidity, ref.uid)
     recorded = await anyio.to_thread.run_sync(recorded_digest, updating.store_url, place)
     approved_by: Approver | None = None
-    held: Held | None = None
+    held: HeldReplacement | None = None
     if recorded != old.digest:
         request = update_request(UPDATE_TOOL, updating.account, old, new, changed_since_saved=recorded is not None)
         request = await bound_to_the_store(request, updating.store_url)
@@ -230,7 +231,7 @@ async def update_in_place(
 
 
 @dataclass(frozen=True)
-class Held:
+class HeldReplacement:
     """This attempt holds an approved replacement in the approval ledger (`store.ledger`): it runs it, once."""
 
     ledger: Ledger
@@ -238,7 +239,7 @@ class Held:
     holder: str
 
 
-async def _hold(updating: Updating, evidence: bytes) -> Held | Entry:
+async def _hold(updating: Updating, evidence: bytes) -> HeldReplacement | Entry:
     """Hold the approval `evidence` names for this attempt, or the ledger's row of another attempt of it (running,
     or done), which then decides: concurrent answers to one approval never save two drafts."""
     key = approval_key(updating.account, UPDATE_TOOL, evidence.hex())
@@ -249,10 +250,10 @@ async def _hold(updating: Updating, evidence: bytes) -> Held | Entry:
     if begun.holder is None:
         assert begun.entry is not None
         return begun.entry
-    return Held(ledger, key, begun.holder)
+    return HeldReplacement(ledger, key, begun.holder)
 
 
-async def _done(held: Held, outcome: DraftUpdated) -> None:
+async def _done(held: HeldReplacement, outcome: DraftUpdated) -> None:
     """Record in the ledger that the approved replacement ran (and its new id); a store that cannot is a problem of
     the result, never a failure of a draft saved."""
     recorded = {"id": outcome.id, "old_removed": outcome.old_removed}
