@@ -11,6 +11,7 @@ from __future__ import annotations
 import email
 from email.message import EmailMessage
 from email.policy import default as default_policy
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -194,6 +195,19 @@ async def test_a_draft_whose_bytes_differ_from_the_recorded_digest_is_asked_abou
     assert "declined" in error_text(refused)
     assert len(person.shown) == 1 and "no longer what this server saved" in person.shown[0]
     assert drafts(account)[-1] == old and draft_of(account, old).get_content().replace("\r\n", "\n") == FIRST["body"]
+
+
+async def test_a_draft_the_store_cannot_record_is_saved_and_the_result_says_so(
+    account: Account, tmp_path: Path
+) -> None:
+    """A store that cannot record a draft only means update_draft will ask before replacing it: the save stands."""
+    (tmp_path / "a-file").write_text("not a folder")
+    broken = load_settings(account.env(IMAP_MCP_STORE=f"sqlite:///{tmp_path / 'a-file' / 'store.sqlite3'}"))
+    async with served(broken, mode="2026-07-28") as client:
+        saved = structured(await client.call_tool("save_draft", FIRST))
+    assert saved["id"] in drafts(account)
+    [problem] = saved["problems"]
+    assert "the store could not record it" in problem and "update_draft will ask a person" in problem
 
 
 async def test_send_draft_after_an_update_sends_the_new_content_once(
