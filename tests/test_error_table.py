@@ -45,6 +45,7 @@ CALLS: dict[str, dict[str, Any]] = {
     "send_message": {"to": ["alice@example.org"], "subject": "Plans", "body": "Hello.\n"},
     "reply_to_message": {"id": ID, "body": "Thanks.\n"},
     "send_draft": {"id": encode_id(MessageRef("Drafts", 7, 42))},
+    "update_draft": {"id": encode_id(MessageRef("Drafts", 7, 42)), "body": "Draft.\n"},
     "forward_message": {"id": ID, "to": ["alice@example.org"]},
     "get_webhook_status": {},
     "set_webhook_enabled": {"enabled": False},

@@ -76,6 +76,7 @@ CALLS: dict[str, Arguments] = {
     "send_message": lambda account, run: {"to": ["alice@example.com"], "subject": f"s{run}", "body": "x"},
     "reply_to_message": lambda account, run: {"id": fresh_message(account, run), "body": "x"},
     "send_draft": lambda account, run: {"id": fresh_draft(account, run)},
+    "update_draft": lambda account, run: {"id": fresh_draft(account, run), "to": ["alice@example.com"], "body": "y"},
     "forward_message": lambda account, run: {"id": fresh_message(account, run), "to": ["alice@example.com"]},
     "get_server_info": lambda account, run: {},
 }

@@ -77,7 +77,7 @@ WRITES_TO: dict[Role, tuple[str, ...]] = {
         "send_draft (save_to_sent: true)",
         "forward_message (save_to_sent: true)",
     ),
-    "drafts": ("save_draft",),
+    "drafts": ("save_draft", "update_draft"),
 }
 
 

@@ -146,25 +146,37 @@ class DraftToSend:
 
 def read_draft(client: Session, ref: MessageRef, sender: Address) -> DraftToSend:
     """The draft `ref` names, read strictly (see the module docstring), without marking it read."""
+    advice = "Save it as a draft first (save_draft), or send a new message."
+    return parse_draft(ref, draft_bytes(client, ref, "send_draft sends", advice), sender)
+
+
+def draft_bytes(client: Session, ref: MessageRef, tool_does: str, advice: str) -> bytes:
+    """Every byte of the draft `ref` names, without marking it read; refused unless it is in the Drafts mailbox
+    (`tool_does`: "<tool> <verb>", `advice`: what to do then), `DraftGone` when it is not there (any more)."""
     drafts = drafts_mailbox(client)
     if ref.mailbox != drafts:
         raise DraftRefused(
-            f"send_draft sends drafts of the Drafts mailbox ({drafts!r}); this id names a message in {ref.mailbox!r}. "
-            "Save it as a draft first (save_draft), or send a new message."
+            f"{tool_does} drafts of the Drafts mailbox ({drafts!r}); this id names a message in {ref.mailbox!r}. "
+            + advice
         )
     check_uidvalidity(ref, int(client.select_folder(ref.mailbox, readonly=True)[b"UIDVALIDITY"]))
     size = next(iter(fetch(client, [ref.uid], ["RFC822.SIZE"]).values()), {}).get(b"RFC822.SIZE")
     if size is None:
         raise DraftGone(
-            f"The draft {ref.id} is no longer in {ref.mailbox!r}: it was sent, deleted, or edited (a mail client "
-            "saves an edited draft as a new message). Search the Drafts mailbox again for its id."
+            f"The draft {ref.id} is no longer in {ref.mailbox!r}: it was sent, deleted, or edited (a mail client, "
+            "and update_draft, save an edited draft as a new message). Search the Drafts mailbox again for its id."
         )
     if int(size) > MAX_DRAFT_BYTES:
         raise DraftRefused(
-            f"The draft is {int(size)} bytes; send_draft sends drafts up to {MAX_DRAFT_BYTES} bytes. Make it smaller."
+            f"The draft is {int(size)} bytes; {tool_does} drafts up to {MAX_DRAFT_BYTES} bytes. Make it smaller."
         )
     raw = next(iter(fetch(client, [ref.uid], ["BODY.PEEK[]"]).values()), {}).get(b"BODY[]", b"")
-    return parse_draft(ref, raw if isinstance(raw, bytes) else b"", sender)
+    return raw if isinstance(raw, bytes) else b""
+
+
+def bytes_digest(raw: bytes) -> str:
+    """What binds a draft's every byte: `sha256:` and the hex digest."""
+    return "sha256:" + hashlib.sha256(raw).hexdigest()
 
 
 def parse_draft(ref: MessageRef, raw: bytes, sender: Address) -> DraftToSend:
@@ -197,7 +209,7 @@ def parse_draft(ref: MessageRef, raw: bytes, sender: Address) -> DraftToSend:
         text_chars=len(text) if isinstance(text, str) else 0,
         attachments=sum(1 for _ in message.iter_attachments()),
         in_reply_to=in_reply_to[0] if in_reply_to else None,
-        digest="sha256:" + hashlib.sha256(raw).hexdigest(),
+        digest=bytes_digest(raw),
     )
 
 

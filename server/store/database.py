@@ -1,8 +1,9 @@
 """The store: one schema on SQLite (the embedded default) or PostgreSQL (shared by replicas), with migrations.
 
 It holds what must outlive a request and be shared by every replica: the approval ledger (one
-approved effect runs once, `store.ledger`) and the new-mail webhooks (settings, outbox, delivery
-state, watcher leases). A SQLite file is created 0600 in a folder made 0700.
+approved effect runs once, `store.ledger`), the new-mail webhooks (settings, outbox, delivery
+state, watcher leases) and the drafts this server saved (`store.drafts`). A SQLite file is created
+0600 in a folder made 0700.
 
 Queries are written once with `?` placeholders; `Store.transaction()` yields a cursor-like
 `Tx` that runs them on either database. A write transaction locks what it touches: SQLite
@@ -103,6 +104,19 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         )""",
         "CREATE INDEX watcher_leases_holder ON watcher_leases (holder)",
         "CREATE INDEX webhooks_pending ON webhooks (account) WHERE last_sequence > delivered_sequence",
+    ),
+    # the drafts this server saved (save_draft, update_draft): update_draft replaces one of them without asking
+    # while its bytes are still the ones recorded (`store.drafts`)
+    (
+        """CREATE TABLE saved_drafts (
+            account TEXT NOT NULL,
+            mailbox TEXT NOT NULL,
+            uidvalidity BIGINT NOT NULL,
+            uid BIGINT NOT NULL,
+            digest TEXT NOT NULL,
+            saved_at DOUBLE PRECISION NOT NULL,
+            PRIMARY KEY (account, mailbox, uidvalidity, uid)
+        )""",
     ),
 )
 #: a fixed key for PostgreSQL's advisory lock around migrations

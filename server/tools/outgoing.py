@@ -14,7 +14,6 @@ import dataclasses
 import datetime as dt
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from email.headerregistry import Address
 from email.message import EmailMessage
 from typing import Annotated, Literal
 
@@ -28,10 +27,10 @@ from imap_mcp.protocol.local_time import DialogClock
 from imap_mcp.sealing import fingerprint
 
 from ..config import OutgoingFiles, SmtpSettings
-from ..errors import ArgumentError, OutgoingError
+from ..errors import OutgoingError
 from ..guard import bound_to_the_store
 from ..imap.lookup import MessageSelection, current_ref, resolve_one
-from ..imap.message_ids import MessageRef, encode_id
+from ..imap.message_ids import MessageRef
 from ..imap.pool import Examined, ImapPool, InMailbox
 from ..imap.session import Session
 from ..outgoing.approval import forward_request, send_draft_request, send_request
@@ -57,8 +56,6 @@ from ..outgoing.compose import (
 from ..outgoing.drafts import (
     DraftGone,
     append_draft,
-    draft_message,
-    new_recipients,
     original_in_inbox,
     outgoing_copy,
     read_draft,
@@ -69,8 +66,23 @@ from ..outgoing.policy import SendPolicy
 from ..outgoing.reply import reply_draft
 from ..outgoing.send_once import Approved, Outgoing, Sender, SendResult, describe
 from ..outgoing.sent_mailbox import fetch_original
-from ..outgoing.wire import FileToSend, Wire, attach
+from ..outgoing.wire import FileToSend, attach
 from .arguments import ConfirmToken, DeprecatedMailbox, DeprecatedUid
+from .drafts import (
+    UPDATE_TOOL,
+    DraftCc,
+    DraftComposer,
+    DraftInReplyTo,
+    DraftReplyAll,
+    DraftSubject,
+    DraftText,
+    DraftTo,
+    DraftUpdated,
+    Updating,
+    record_saved,
+    saved_id,
+    update_in_place,
+)
 from .registry import offer
 from .results import log_change, text_result
 
@@ -202,11 +214,14 @@ class DraftSaved(BaseModel):
         description="The flags the saved draft has, as read back (\\Draft marks it a draft in mail clients; empty when "
         "the draft could not be found again).",
     )
+    problems: list[str] = Field(
+        default_factory=list, description="What could not be done after the draft was saved (it is saved)."
+    )
 
 
-def register_save_draft(
-    mcp: MCPServer, pool: ImapPool, from_address: Address | None, own_addresses: frozenset[str], files: OutgoingFiles
-) -> None:
+def register_save_draft(mcp: MCPServer, composer: DraftComposer, store_url: str) -> None:
+    pool = composer.pool
+
     @offer(
         mcp,
         "save_draft",
@@ -218,57 +233,58 @@ def register_save_draft(
         ),
     )
     async def save_draft(
-        body: Annotated[str, Field(max_length=1_000_000, description="Plain text.")],
-        to: Annotated[list[str], Field(max_length=100, description="Recipient addresses.")] = [],  # noqa: B006
-        subject: Annotated[str, Field(max_length=998, description="One line.")] = "",
-        cc: Annotated[list[str], Field(max_length=100, description="Copy addresses.")] = [],  # noqa: B006
-        in_reply_to: Annotated[
-            str | None, Field(description="The id (imap.…) of a message this draft answers.")
-        ] = None,
-        reply_all: Annotated[bool, Field(description="With in_reply_to: also to the original's To and Cc.")] = False,
+        body: DraftText,
+        to: DraftTo = [],  # noqa: B006
+        subject: DraftSubject = "",
+        cc: DraftCc = [],  # noqa: B006
+        in_reply_to: DraftInReplyTo = None,
+        reply_all: DraftReplyAll = False,
         attachments: Attachments = (),
     ) -> DraftSaved:
-        attached = await files_of(pool, attachments, files)
-        if in_reply_to is None:
-            message = draft_message(from_address, new_recipients(to, cc), subject, body, files=attached)
-        else:
-            if to or cc or subject:
-                raise ArgumentError(
-                    "With in_reply_to the draft's recipients and subject are those of a reply to that message: "
-                    "leave to, cc and subject out (change them in the draft later if needed)."
-                )
-            if from_address is None:
-                raise ArgumentError(
-                    "A reply draft needs this account's address, which is not known: set SMTP_FROM (or use a login "
-                    "name that is an address)."
-                )
-            target = resolve_one(in_reply_to, None, None)
-            ref = await pool.run(lambda c: current_ref(c, target))
-            original = await pool.run(lambda c: fetch_original(c, ref))
-            reply = reply_draft(original, from_address, own_addresses, body, reply_all)
-            message = draft_message(
-                from_address, reply.recipients, reply.subject, reply.body, reply.in_reply_to, reply.references, attached
-            )
-        whole = await anyio.to_thread.run_sync(_draft_bytes, message, attached, files.max_message_bytes)
-        saved = await pool.run(lambda c: append_draft(c, message, whole), retry=False)
+        attached = await files_of(pool, attachments, composer.files)
+        new = await composer.compose(body, to, subject, cc, in_reply_to, reply_all, attached)
+        saved = await pool.run(lambda c: append_draft(c, new.message, new.whole), retry=False)
         uid_part = (saved.uid,) if saved.uid else ()
         log_change("save_draft", saved.mailbox, uid_part)
-        draft_id = (
-            encode_id(MessageRef(saved.mailbox, saved.uidvalidity, saved.uid))
-            if saved.uid and saved.uidvalidity is not None
-            else None
-        )
-        return DraftSaved(mailbox=saved.mailbox, id=draft_id, flags=sorted(f.decode() for f in saved.flags))
+        problems = await record_saved(store_url, pool.settings.account, saved, new.whole)
+        flags = sorted(f.decode() for f in saved.flags)
+        return DraftSaved(mailbox=saved.mailbox, id=saved_id(saved), flags=flags, problems=problems)
 
 
-def _draft_bytes(message: EmailMessage, attached: Sequence[FileToSend], limit: int) -> bytes:
-    wire = Wire(message, [f.payload for f in attached])
-    if wire.size > limit:
-        raise OutgoingError(
-            f"The draft would be {wire.size} bytes with its attachments, more than the {limit} a message may have "
-            "(SMTP_MAX_MESSAGE_BYTES). Attach fewer or smaller files."
-        )
-    return wire.whole()
+def register_update_draft(mcp: MCPServer, composer: DraftComposer, guard: Guard, store_url: str) -> None:
+    updating = Updating(composer.pool, guard, store_url)
+
+    @offer(
+        mcp,
+        UPDATE_TOOL,
+        guard=guard,
+        description=(
+            "Replace a draft of the Drafts mailbox (by its id) with new content: the same arguments as save_draft, "
+            "which describe the whole new draft (give every recipient, the subject and the body again). The new "
+            "draft is saved, then the old one removed; the result gives the new id. A draft this server saved "
+            "(save_draft, update_draft) and unchanged since is replaced at once; any other draft may be a person's "
+            "work, so a person is asked first, as for a delete (a dialog where the client can show one, otherwise "
+            "the first call returns a confirm_token and changes nothing). Nothing is sent."
+        ),
+    )
+    async def update_draft(
+        body: DraftText,
+        ctx: Context,
+        id: Annotated[str | None, Field(description="The id (imap.…) of the draft to replace.")] = None,
+        to: DraftTo = [],  # noqa: B006
+        subject: DraftSubject = "",
+        cc: DraftCc = [],  # noqa: B006
+        in_reply_to: DraftInReplyTo = None,
+        reply_all: DraftReplyAll = False,
+        attachments: Attachments = (),
+        confirm_token: ConfirmToken = None,
+        mailbox: DeprecatedMailbox = None,
+        uid: DeprecatedUid = None,
+    ) -> Annotated[CallToolResult, DraftUpdated] | InputRequiredResult:
+        target = resolve_one(id, mailbox, uid)
+        attached = await files_of(composer.pool, attachments, composer.files)
+        new = await composer.compose(body, to, subject, cc, in_reply_to, reply_all, attached)
+        return await update_in_place(updating, ctx, target, new, confirm_token)
 
 
 def register(
@@ -291,7 +307,9 @@ def register(
         for a in (drafts_from.addr_spec if drafts_from else "", username, smtp.username if smtp else "")
         if "@" in a
     )
-    register_save_draft(mcp, pool, drafts_from, own_addresses, files)
+    composer = DraftComposer(pool, drafts_from, own_addresses, files)
+    register_save_draft(mcp, composer, store_url)
+    register_update_draft(mcp, composer, guard, store_url)
     if smtp is None:
         return
     sender = Sender(pool, smtp, store_url, files.max_message_bytes)

@@ -313,6 +313,26 @@ TOOLS: tuple[ToolSpec, ...] = (
         refused_prefix="Nothing was saved: ",
         requires=(Need(RoleMailbox("drafts"), "refused", "create a Drafts mailbox"),),
     ),
+    ToolSpec(
+        "update_draft",
+        "outgoing",
+        "Replace a draft's content",
+        False,
+        True,
+        False,
+        "depends",
+        asking="for drafts this server did not save: a dialog where the client can show one, else the two-call token",
+        refused_prefix="Nothing was changed: ",
+        requires=(
+            Need(RoleMailbox("drafts"), "refused", "there is no draft to replace: create a Drafts mailbox"),
+            Need(
+                Capability(("UIDPLUS",)),
+                "degrades",
+                "the new draft is saved but the old one stays in Drafts (nothing can expunge exactly it); delete it "
+                "there",
+            ),
+        ),
+    ),
     _sending("send_message", "Send an email", saving_to_sent_needs()),
     _sending("reply_to_message", "Reply to a message", saving_to_sent_needs(), "id"),
     _sending(

@@ -44,6 +44,7 @@ EVERY_TOOL_WITHOUT_SMTP = sorted(
         "set_message_flags",
         "set_webhook_enabled",
         "set_webhook_outbox_limits",
+        "update_draft",
     ]
 )
 

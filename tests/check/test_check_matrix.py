@@ -55,6 +55,7 @@ NOT_WORKS: dict[str, dict[str, str]] = {
         "forward_message (save_to_sent: false)": "degrades",
         "send_draft (save_to_sent: true)": "degrades",
         "send_draft (save_to_sent: false)": "degrades",
+        "update_draft": "degrades",
         "list_mailboxes": "degrades",
         "search_messages": "degrades",
         "list_new_messages": "refused",
@@ -112,6 +113,10 @@ def probes(account: Account) -> dict[str, Probe]:
             lambda ids: {"ids": ids["Quarterly report"], "add": ["Work"]},
         ),
         "save_draft": ("save_draft", lambda ids: {"to": ["zoe@example.com"], "subject": "Draft", "body": "Hi\n"}),
+        "update_draft": (
+            "update_draft",
+            lambda ids: {"id": new_draft(account), "to": ["zoe@example.com"], "subject": "Edited", "body": "Hi\n"},
+        ),
         "send_message (save_to_sent: true)": (
             "send_message",
             lambda ids: {"to": ["zoe@example.com"], "subject": "Kept", "body": "Hi\n"},
@@ -289,7 +294,7 @@ async def test_a_missing_drafts_mailbox_is_named_with_what_to_create_and_save_dr
     assert output.verdicts["save_draft"] == "refused"
     assert {use for use, verdict in output.verdicts.items() if verdict == "refused"} == {
         use for use, verdict in expected(account.server_name).items() if verdict == "refused"
-    } | {"save_draft"}
+    } | {"save_draft", "update_draft"}
     async with Client(build_server(load_settings(account.env()))) as mcp:
         result = await mcp.call_tool("save_draft", {"to": ["zoe@example.com"], "subject": "Draft", "body": "Hi\n"})
     assert result.is_error and "no Drafts mailbox" in str(result.content[0].text)  # type: ignore[union-attr]

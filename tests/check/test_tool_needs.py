@@ -98,6 +98,7 @@ def test_with_nothing_what_is_refused_degrades_or_is_off() -> None:
         "delete_messages (permanent: true)",
         "move_messages (mode: move)",
         "save_draft",
+        "update_draft",
         "set_webhook_enabled",
         "set_webhook_outbox_limits",
     }

@@ -5,6 +5,7 @@
 | delete_messages, move_messages (both modes), manage_mailbox delete | always: a dialog, else the token |
 | manage_mailbox rename | the two-call token only |
 | manage_mailbox create, set_message_flags, save_draft | never |
+| update_draft | a draft this server did not save: always, a dialog, else the token; one it saved: never |
 
 The whole matrix (both eras, a client with and without elicitation, ELICITATION true and false)
 runs three times: in-process, over real stdio, and over real Streamable HTTP. Each combination
@@ -19,7 +20,7 @@ import itertools
 from typing import Any
 
 import pytest
-from harness import MODES, Account, Person, http_server, message_ids, served, stdio_params
+from harness import MODES, Account, Person, append_message, http_server, message_ids, served, stdio_params
 from mcp import Client
 
 pytestmark = pytest.mark.anyio
@@ -31,6 +32,7 @@ CHANGING_TOOLS = {
     "manage_mailbox": (True, False),
     "set_message_flags": (False, True),
     "save_draft": (False, False),
+    "update_draft": (True, False),
 }
 
 
@@ -100,7 +102,13 @@ async def exercise_every_tool(run: Run, account: Account) -> None:
     flags = await run.unasked("set_message_flags", {"ids": inbox[4:5], "add": ["\\Flagged", "Work"]})
     assert flags["ids"] == inbox[4:5]
     draft = {"to": ["bob@example.net"], "subject": "Notes", "body": "Hello"}
-    assert (await run.unasked("save_draft", draft))["mailbox"] == "Drafts"
+    saved = await run.unasked("save_draft", draft)
+    assert saved["mailbox"] == "Drafts"
+    own = await run.unasked("update_draft", {"id": saved["id"], **draft, "body": "Hello again"})
+    assert own["status"] == "updated" and own["approved_by"] is None
+    uid = append_message(account, b"To: bob@example.net\r\nSubject: Mine\r\n\r\nA person's draft\r\n", "Drafts")
+    foreign = next(i for i in message_ids(account, "Drafts") if i.endswith(f".{uid}"))
+    assert (await run.guarded("update_draft", {"id": foreign, **draft}))["status"] == "updated"
     assert message_ids(account, "INBOX") == inbox[3:]
     assert len(message_ids(account, "Archive")) == 2 and len(message_ids(account, "Junk")) == 2
 
