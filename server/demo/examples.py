@@ -70,11 +70,20 @@ CALLS: tuple[tuple[str, Callable[[Found], dict[str, Any]]], ...] = (
         lambda found: {"to": ["alice@example.com"], "subject": "Agenda for Monday", "body": "Agenda:\n- budget\n"},
     ),
     (
+        "update_draft",
+        lambda found: {
+            "id": found["save_draft"]["id"],
+            "to": ["alice@example.com"],
+            "subject": "Agenda for Monday",
+            "body": "Agenda:\n- budget\n- hiring\n",
+        },
+    ),
+    (
         "send_message",
         lambda found: {"to": ["bob@example.net"], "subject": "Lunch", "body": "Friday at noon works for me.\n"},
     ),
     ("reply_to_message", lambda found: {"id": _id(found, "Quarterly report"), "body": "Thanks, Alice!\n"}),
-    ("send_draft", lambda found: {"id": found["save_draft"]["id"]}),
+    ("send_draft", lambda found: {"id": found["update_draft"]["id"]}),
     (
         "forward_message",
         lambda found: {"id": _id(found, "Invoice and overview"), "to": ["bob@example.net"], "body": "For you.\n"},

@@ -323,6 +323,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "depends",
         asking="for drafts this server did not save: a dialog where the client can show one, else the two-call token",
         refused_prefix="Nothing was changed: ",
+        names_messages="id",
         requires=(
             Need(RoleMailbox("drafts"), "refused", "there is no draft to replace: create a Drafts mailbox"),
             Need(
