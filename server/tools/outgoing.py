@@ -63,14 +63,23 @@ from ..outgoing.drafts import (
     outgoing_copy,
     read_draft,
 )
+from ..outgoing.formatting import compose_body
 from ..outgoing.forward import Forwarded, Mode, forward, read_inline, read_whole
 from ..outgoing.known import SendQuestion
 from ..outgoing.policy import SendPolicy
+from ..outgoing.quoting import quote_of
 from ..outgoing.reply import reply_draft
 from ..outgoing.send_once import Approved, Outgoing, Sender, SendResult, describe
 from ..outgoing.sent_mailbox import fetch_original
 from ..outgoing.wire import FileToSend, Wire, attach
-from .arguments import ConfirmToken, DeprecatedMailbox, DeprecatedUid
+from .arguments import (
+    BodyFormatArgument,
+    ConfirmToken,
+    DeprecatedMailbox,
+    DeprecatedUid,
+    QuoteArgument,
+    SignatureArgument,
+)
 from .registry import offer
 from .results import log_change, text_result
 
@@ -81,7 +90,7 @@ MAX_BODY_CHARS = 1_000_000
 ADDRESSES = "Addresses, each 'alice@example.com' or 'Alice <alice@example.com>'."
 To = Annotated[Sequence[str], Field(min_length=1, max_length=MAX_RECIPIENTS, description=ADDRESSES)]
 Addresses = Annotated[Sequence[str], Field(max_length=MAX_RECIPIENTS, description=ADDRESSES)]
-Body = Annotated[str, Field(max_length=MAX_BODY_CHARS, description="The message text (plain text, sent as written).")]
+Body = Annotated[str, Field(max_length=MAX_BODY_CHARS, description="The message text, written as body_format says.")]
 Attachments = Annotated[
     Sequence[AttachmentSource],
     Field(
@@ -205,7 +214,12 @@ class DraftSaved(BaseModel):
 
 
 def register_save_draft(
-    mcp: MCPServer, pool: ImapPool, from_address: Address | None, own_addresses: frozenset[str], files: OutgoingFiles
+    mcp: MCPServer,
+    pool: ImapPool,
+    from_address: Address | None,
+    own_addresses: frozenset[str],
+    files: OutgoingFiles,
+    own_signature: str | None = None,
 ) -> None:
     @offer(
         mcp,
@@ -214,11 +228,12 @@ def register_save_draft(
             "Save a new draft message in the Drafts mailbox (flagged \\Draft) for a person to check, change and "
             "send (send_draft sends it after a person approves). With in_reply_to (an id), the draft answers that "
             "message as reply_to_message would: its recipients (reply_all: also To and Cc), 'Re:' subject and "
-            "threading headers are computed; leave to, cc and subject out then. Nothing is sent."
+            "threading headers are computed, and the original is quoted below (quote); leave to, cc and subject out "
+            "then. The account's signature is added as for send_message. Nothing is sent."
         ),
     )
     async def save_draft(
-        body: Annotated[str, Field(max_length=1_000_000, description="Plain text.")],
+        body: Body,
         to: Annotated[list[str], Field(max_length=100, description="Recipient addresses.")] = [],  # noqa: B006
         subject: Annotated[str, Field(max_length=998, description="One line.")] = "",
         cc: Annotated[list[str], Field(max_length=100, description="Copy addresses.")] = [],  # noqa: B006
@@ -227,10 +242,17 @@ def register_save_draft(
         ] = None,
         reply_all: Annotated[bool, Field(description="With in_reply_to: also to the original's To and Cc.")] = False,
         attachments: Attachments = (),
+        body_format: BodyFormatArgument = "text",
+        signature: SignatureArgument = True,
+        quote: QuoteArgument = True,
     ) -> DraftSaved:
         attached = await files_of(pool, attachments, files)
+        added = own_signature if signature else None
         if in_reply_to is None:
-            message = draft_message(from_address, new_recipients(to, cc), subject, body, files=attached)
+            written = compose_body(check_body(body), body_format, added)
+            message = draft_message(
+                from_address, new_recipients(to, cc), subject, written.text, files=attached, html=written.html
+            )
         else:
             if to or cc or subject:
                 raise ArgumentError(
@@ -246,9 +268,11 @@ def register_save_draft(
             ref = await pool.run(lambda c: current_ref(c, target))
             original = await pool.run(lambda c: fetch_original(c, ref))
             reply = reply_draft(original, from_address, own_addresses, body, reply_all)
+            reply = reply.with_body(compose_body(reply.body, body_format, added, await quote_of(pool, target, quote)))
             message = draft_message(
-                from_address, reply.recipients, reply.subject, reply.body, reply.in_reply_to, reply.references, attached
-            )
+                from_address, reply.recipients, reply.subject, reply.body, reply.in_reply_to, reply.references,
+                attached, reply.html,
+            )  # fmt: skip
         whole = await anyio.to_thread.run_sync(_draft_bytes, message, attached, files.max_message_bytes)
         saved = await pool.run(lambda c: append_draft(c, message, whole), retry=False)
         uid_part = (saved.uid,) if saved.uid else ()
@@ -291,19 +315,23 @@ def register(
         for a in (drafts_from.addr_spec if drafts_from else "", username, smtp.username if smtp else "")
         if "@" in a
     )
-    register_save_draft(mcp, pool, drafts_from, own_addresses, files)
+    register_save_draft(mcp, pool, drafts_from, own_addresses, files, smtp.signature if smtp else None)
     if smtp is None:
         return
     sender = Sender(pool, smtp, store_url, files.max_message_bytes)
     sending = Sending(pool, sender, guard, asking or Asking())
     from_address = parse_address(smtp.sender, "From")
 
+    def own_signature(wanted: bool) -> str | None:
+        return smtp.signature if wanted and smtp is not None else None
+
     @offer(
         mcp,
         SEND_TOOL,
         guard=guard,
         description=(
-            "Send a new plain-text email from the account, with attachments if given. A person is always asked to "
+            "Send a new email from the account (plain text, or Markdown or HTML with a text alternative), with the "
+            "account's signature and attachments if given. A person is always asked to "
             "approve it first, in a dialog where the client can show one (recipients, subject, body length, each "
             "attachment's name and size); otherwise the first call returns a confirm_token and sends nothing. "
             "Changing recipients, subject, body or any attachment asks again." + POLICY_AND_REPEATING
@@ -319,6 +347,8 @@ def register(
         attachments: Attachments = (),
         save_to_sent: SaveToSent = True,
         confirm_token: ConfirmToken = None,
+        body_format: BodyFormatArgument = "text",
+        signature: SignatureArgument = True,
     ) -> Annotated[CallToolResult, SendResult] | InputRequiredResult:
         recipients, checked_subject, checked_body = (
             parse_recipients(to, cc, bcc),
@@ -331,7 +361,7 @@ def register(
             subject=checked_subject,
             body=checked_body,
             attachments=await files_of(pool, attachments, files),
-        )
+        ).with_body(compose_body(checked_body, body_format, own_signature(signature)))
         request = send_request(SEND_TOOL, sender.account, draft)
         return await _send(sending, ctx, request, Outgoing.of(draft), save_to_sent, confirm_token)
 
@@ -342,8 +372,8 @@ def register(
         description=(
             "Reply to a message by its id: to its Reply-To (or From), and with reply_all also to its To and Cc, "
             "never to this account itself; subject 'Re: …' and threading headers are set, and the original is "
-            "marked answered. The original is not quoted: write the whole reply in body. A person is always asked "
-            "to approve it first, as for send_message." + POLICY_AND_REPEATING
+            "marked answered. The original's text is quoted below the reply and the account's signature (quote, "
+            "signature). A person is always asked to approve it first, as for send_message." + POLICY_AND_REPEATING
         ),
     )
     async def reply_to_message(
@@ -358,11 +388,16 @@ def register(
         confirm_token: ConfirmToken = None,
         mailbox: DeprecatedMailbox = None,
         uid: DeprecatedUid = None,
+        body_format: BodyFormatArgument = "text",
+        signature: SignatureArgument = True,
+        quote: QuoteArgument = True,
     ) -> Annotated[CallToolResult, SendResult] | InputRequiredResult:
         target = resolve_one(id, mailbox, uid)
         ref = await pool.run(lambda c: current_ref(c, target))
         original = await pool.run(lambda c: fetch_original(c, ref))
         draft = reply_draft(original, from_address, own_addresses, body, reply_all)
+        quoted = await quote_of(pool, target, quote)
+        draft = draft.with_body(compose_body(draft.body, body_format, own_signature(signature), quoted))
         draft = dataclasses.replace(draft, attachments=await files_of(pool, attachments, files))
         request = send_request(REPLY_TOOL, sender.account, draft, ref)
         return await _send(sending, ctx, request, Outgoing.of(draft), save_to_sent, confirm_token, original=ref)
@@ -433,7 +468,7 @@ def register(
         to: To,
         ctx: Context,
         body: Annotated[
-            str, Field(max_length=MAX_BODY_CHARS, description="A note above the forwarded message (plain text).")
+            str, Field(max_length=MAX_BODY_CHARS, description="A note above the forwarded message (see body_format).")
         ] = "",
         cc: Addresses = (),
         bcc: Addresses = (),
@@ -443,11 +478,13 @@ def register(
         ] = "inline",
         save_to_sent: SaveToSent = True,
         confirm_token: ConfirmToken = None,
+        body_format: BodyFormatArgument = "text",
+        signature: SignatureArgument = True,
     ) -> Annotated[CallToolResult, SendResult] | InputRequiredResult:
         recipients, note = parse_recipients(to, cc, bcc), check_body(body)
         target = resolve_one(id, None, None)
         original = await pool.run(InMailbox(target.mailbox, _reader(mode, target, files.max_message_bytes)))
-        forwarded = forward(from_address, recipients, note, original, mode)
+        forwarded = forward(from_address, recipients, note, original, mode, body_format, own_signature(signature))
         outgoing = Outgoing(from_address, recipients, forwarded.build, forwarded.payloads)
         request = forward_request(FORWARD_TOOL, sender.account, forwarded, len(note))
         return await _send(sending, ctx, request, outgoing, save_to_sent, confirm_token, forwarded=original.ref)
