@@ -171,3 +171,30 @@ async def test_a_forward_with_an_html_note_keeps_the_original_quoted_below_the_s
     assert text.index("FYI") < text.index("\n-- \n") < text.index("---------- Forwarded message ----------")
     assert "&gt; Monday works for me.<br>" in html
     assert "Note, as written by the assistant: 4 characters of HTML" in person.shown[0]
+
+
+@pytest.mark.matrix
+async def test_a_new_html_draft_without_the_signature_is_saved_as_alternatives(
+    account: Account, signed_env: dict[str, str]
+) -> None:
+    async with served(load_settings(signed_env)) as client:
+        arguments = {
+            "to": ["alice@example.com"],
+            "subject": "Agenda",
+            "body": "<ol><li>Budget</li></ol>",
+            "body_format": "html",
+            "signature": False,
+        }
+        saved = structured(await client.call_tool("save_draft", arguments))
+    client = account.imap()
+    try:
+        client.select_folder(saved["mailbox"], readonly=True)
+        [uid] = client.search(["SUBJECT", "Agenda"])
+        fetched = client.fetch([uid], ["BODYSTRUCTURE", "BODY.PEEK[]"])[uid]
+    finally:
+        client.logout()
+    assert_alternative(fetched[b"BODYSTRUCTURE"])
+    message = message_from_bytes(fetched[b"BODY[]"].replace(b"\r\n", b"\n"), policy=default)
+    assert isinstance(message, EmailMessage)
+    text, html = parts(message)
+    assert "Budget" in text and "-- " not in text and "<li>Budget</li>" in html and "signature" not in html

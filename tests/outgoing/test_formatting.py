@@ -110,3 +110,16 @@ def test_each_account_of_the_accounts_file_has_its_own_signature(tmp_path: Path)
     alice, bob = load_accounts({**SMTP, "IMAP_MCP_ACCOUNTS_FILE": str(path)}).accounts
     assert alice.settings.smtp is not None and alice.settings.smtp.signature == "Alice"
     assert bob.settings.smtp is not None and bob.settings.smtp.signature == "Bob"
+
+
+def test_the_approval_is_bound_to_the_html_part_too() -> None:
+    from email.headerregistry import Address
+
+    from imap_mcp.server.outgoing.approval import content_digest
+    from imap_mcp.server.outgoing.compose import Draft, Recipients
+
+    draft = Draft(Address(addr_spec="a@example.com"), Recipients(to=(Address(addr_spec="b@example.com"),)), "S", "")
+    one, other = (draft.with_body(compose_body(html, "html")) for html in ("<p>hi</p>", "<div>hi</div>"))
+    assert one.body == other.body and one.html != other.html
+    assert content_digest(one) != content_digest(other)
+    assert content_digest(draft) == content_digest(draft.with_body(compose_body("", "text")))
