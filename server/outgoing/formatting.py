@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from html import escape
 from typing import Literal
 
+import anyio.to_thread
 import nh3
 from markdown_it import MarkdownIt
 
@@ -143,3 +144,11 @@ def compose_body(
         quoted_cut=quoted.cut if quoted else False,
     )
     return Body(text=text, html=html, layout=layout)
+
+
+async def composed(
+    written: str, body_format: BodyFormat, signature: str | None = None, quoted: Quoted | None = None
+) -> Body:
+    """`compose_body` in a worker thread: rendering and cleaning a large body takes seconds, which would stall
+    every other call on the event loop."""
+    return await anyio.to_thread.run_sync(compose_body, written, body_format, signature, quoted)

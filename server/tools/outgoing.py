@@ -63,7 +63,7 @@ from ..outgoing.drafts import (
     outgoing_copy,
     read_draft,
 )
-from ..outgoing.formatting import compose_body
+from ..outgoing.formatting import composed
 from ..outgoing.forward import Forwarded, Mode, forward, read_inline, read_whole
 from ..outgoing.known import SendQuestion
 from ..outgoing.policy import SendPolicy
@@ -249,7 +249,7 @@ def register_save_draft(
         attached = await files_of(pool, attachments, files)
         added = own_signature if signature else None
         if in_reply_to is None:
-            written = compose_body(check_body(body), body_format, added)
+            written = await composed(check_body(body), body_format, added)
             message = draft_message(
                 from_address, new_recipients(to, cc), subject, written.text, files=attached, html=written.html
             )
@@ -268,7 +268,8 @@ def register_save_draft(
             ref = await pool.run(lambda c: current_ref(c, target))
             original = await pool.run(lambda c: fetch_original(c, ref))
             reply = reply_draft(original, from_address, own_addresses, body, reply_all)
-            reply = reply.with_body(compose_body(reply.body, body_format, added, await quote_of(pool, target, quote)))
+            quoted = await quote_of(pool, target, quote)
+            reply = reply.with_body(await composed(reply.body, body_format, added, quoted))
             message = draft_message(
                 from_address, reply.recipients, reply.subject, reply.body, reply.in_reply_to, reply.references,
                 attached, reply.html,
@@ -361,7 +362,7 @@ def register(
             subject=checked_subject,
             body=checked_body,
             attachments=await files_of(pool, attachments, files),
-        ).with_body(compose_body(checked_body, body_format, own_signature(signature)))
+        ).with_body(await composed(checked_body, body_format, own_signature(signature)))
         request = send_request(SEND_TOOL, sender.account, draft)
         return await _send(sending, ctx, request, Outgoing.of(draft), save_to_sent, confirm_token)
 
@@ -397,7 +398,7 @@ def register(
         original = await pool.run(lambda c: fetch_original(c, ref))
         draft = reply_draft(original, from_address, own_addresses, body, reply_all)
         quoted = await quote_of(pool, target, quote)
-        draft = draft.with_body(compose_body(draft.body, body_format, own_signature(signature), quoted))
+        draft = draft.with_body(await composed(draft.body, body_format, own_signature(signature), quoted))
         draft = dataclasses.replace(draft, attachments=await files_of(pool, attachments, files))
         request = send_request(REPLY_TOOL, sender.account, draft, ref)
         return await _send(sending, ctx, request, Outgoing.of(draft), save_to_sent, confirm_token, original=ref)
@@ -484,7 +485,9 @@ def register(
         recipients, note = parse_recipients(to, cc, bcc), check_body(body)
         target = resolve_one(id, None, None)
         original = await pool.run(InMailbox(target.mailbox, _reader(mode, target, files.max_message_bytes)))
-        forwarded = forward(from_address, recipients, note, original, mode, body_format, own_signature(signature))
+        forwarded = await anyio.to_thread.run_sync(  # in a thread: rendering a large note takes seconds
+            forward, from_address, recipients, note, original, mode, body_format, own_signature(signature)
+        )
         outgoing = Outgoing(from_address, recipients, forwarded.build, forwarded.payloads)
         request = forward_request(FORWARD_TOOL, sender.account, forwarded, len(note))
         return await _send(sending, ctx, request, outgoing, save_to_sent, confirm_token, forwarded=original.ref)
