@@ -112,6 +112,8 @@ KNOWN_SETTINGS = frozenset(
         "SMTP_HOST",
         "SMTP_PASSWORD",
         "SMTP_PORT",
+        "SMTP_SIGNATURE",
+        "SMTP_SIGNATURE_FILE",
         "SMTP_TIMEOUT",
         "SMTP_TLS",
         "SMTP_USERNAME",
@@ -171,6 +173,8 @@ class SmtpSettings:
     #: SMTP_AUTH (default: IMAP_AUTH); oauth2 uses the account's IMAP_OAUTH_* settings
     auth: AuthMode = "password"
     oauth: OAuthSettings | None = None
+    #: SMTP_SIGNATURE (or the text of SMTP_SIGNATURE_FILE): plain text added below every message's body
+    signature: str | None = None
 
 
 #: SMTP_MAX_MESSAGE_BYTES by default: what submission servers commonly take
@@ -434,6 +438,7 @@ def read_smtp_settings(env: Mapping[str, str], imap: ImapSettings | None, proble
         )
     sender = problems.read("", _smtp_sender, env, imap.username)
     oauth = problems.read(None, _smtp_oauth, env, imap) if auth == "oauth2" else None
+    signature = problems.read(None, _signature, env)
     if len(problems) > before:
         return None
     return SmtpSettings(
@@ -447,7 +452,33 @@ def read_smtp_settings(env: Mapping[str, str], imap: ImapSettings | None, proble
         timeout=timeout,
         auth=auth,
         oauth=oauth,
+        signature=signature,
     )
+
+
+#: the longest signature taken, in characters
+MAX_SIGNATURE_CHARS = 10_000
+
+
+def _signature(env: Mapping[str, str]) -> str | None:
+    """SMTP_SIGNATURE, or the text of the file SMTP_SIGNATURE_FILE names (UTF-8): trailing line breaks and a
+    leading `-- ` separator line left out (it is added), None when empty."""
+    text, file = env.get("SMTP_SIGNATURE", ""), env.get("SMTP_SIGNATURE_FILE", "").strip()
+    if text and file:
+        raise ConfigError("SMTP_SIGNATURE and SMTP_SIGNATURE_FILE are both set: keep one of them.")
+    name = "SMTP_SIGNATURE_FILE" if file else "SMTP_SIGNATURE"
+    if file:
+        try:
+            text = Path(file).expanduser().read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(
+                f"{name}={file!r} cannot be read ({exc.__class__.__name__}): give a UTF-8 file."
+            ) from None
+    text = text.replace("\r\n", "\n").rstrip("\n")
+    text = text.removeprefix("-- \n").removeprefix("--\n")
+    if "\x00" in text or len(text) > MAX_SIGNATURE_CHARS:
+        raise ConfigError(f"{name}: the signature holds a NUL or is over {MAX_SIGNATURE_CHARS} characters; shorten it.")
+    return text or None
 
 
 def _smtp_oauth(env: Mapping[str, str], imap: ImapSettings) -> OAuthSettings:

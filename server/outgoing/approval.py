@@ -23,6 +23,7 @@ from imap_mcp.sealing import Scope, Target
 from ..imap.message_ids import MessageRef
 from .compose import Draft, describe_for_approval
 from .drafts import DraftToSend
+from .formatting import Layout
 from .forward import Forward
 from .wire import FileToSend, describe_files
 
@@ -56,6 +57,7 @@ def content_digest(draft: Draft) -> str:
         **draft.recipients.bound(),
         "subject": draft.subject,
         "body_sha256": draft.body_sha256,
+        **draft.bound_html(),
         "in_reply_to": draft.in_reply_to,
         "references": list(draft.references),
         **bound_files(draft.attachments),
@@ -180,6 +182,7 @@ def forward_target(account: str, forward: Forward) -> Target:
         **draft.recipients.bound(),
         "subject": draft.subject,
         "body_sha256": draft.body_sha256,
+        **draft.bound_html(),
         "mode": forward.mode,
         "original": original.digest,
     }
@@ -208,7 +211,7 @@ def forward_request(tool: str, account: str, forward: Forward, note_chars: int) 
     lines += [
         "Subject: 'Fwd:' and the original message's subject (not shown here).",
         f"How: {_MODES[forward.mode]} ({forward.original.size} bytes of it).",
-        f"Note, as written by the assistant: {note_chars} characters of plain text.",
+        *(draft.layout or Layout(written_chars=note_chars)).describe("Note"),
         *describe_files(draft.attachments),
         f"Account: {word(account)}",
         FORWARD_NOT_SHOWN_NOTE,

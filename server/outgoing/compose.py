@@ -18,7 +18,7 @@ import datetime as dt
 import hashlib
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from email.errors import HeaderParseError
 from email.headerregistry import Address, Group
 from email.message import EmailMessage
@@ -28,6 +28,7 @@ from email.utils import format_datetime
 from imap_mcp.protocol.texts import shown, word
 
 from ..errors import OutgoingError
+from .formatting import Body, Layout
 from .wire import FileToSend, attach, describe_files
 
 #: at most this many recipients (to, cc and bcc together) in one message
@@ -179,10 +180,22 @@ class Draft:
     in_reply_to: str | None = None
     references: tuple[str, ...] = field(default=())
     attachments: tuple[FileToSend, ...] = field(default=())
+    #: the HTML part of a formatted message (`formatting`); `body` is then its text alternative
+    html: str | None = None
+    layout: Layout | None = None
 
     @property
     def body_sha256(self) -> str:
         return hashlib.sha256(self.body.encode("utf-8")).hexdigest()
+
+    def bound_html(self) -> dict[str, str]:
+        """What an approval binds of the HTML part: its SHA-256 (nothing for a plain-text message, so one is bound as
+        it always was)."""
+        return {"html_sha256": hashlib.sha256(self.html.encode("utf-8")).hexdigest()} if self.html is not None else {}
+
+    def with_body(self, body: Body) -> Draft:
+        """This draft with `body` (its text, HTML and layout) instead."""
+        return replace(self, body=check_body(body.text), html=body.html, layout=body.layout)
 
 
 def message_id_for(approval: bytes, sender: Address) -> str:
@@ -225,10 +238,17 @@ def _assemble(draft: Draft, message_id: str, when: dt.datetime) -> EmailMessage:
         message["In-Reply-To"] = draft.in_reply_to
     if draft.references:
         message["References"] = " ".join(draft.references)
-    message.set_content(draft.body)
+    set_body(message, draft.body, draft.html)
     for file in draft.attachments:
         attach(message, file)
     return message
+
+
+def set_body(message: EmailMessage, text: str, html: str | None) -> None:
+    """`text` as the body, or, with `html`, multipart/alternative: `text` first, then `html` (RFC 2046 §5.1.4)."""
+    message.set_content(text)
+    if html is not None:
+        message.add_alternative(html, subtype="html")
 
 
 def wire_bytes(message: EmailMessage) -> bytes:
@@ -254,5 +274,5 @@ def describe_for_approval(draft: Draft, reply_in: str | None = None) -> str:
         lines.append("Subject: 'Re:' and the original message's subject (not shown here).")
     else:
         lines.append(f"Subject, as written by the assistant: {shown(draft.subject)}")
-    lines.append(f"Body, as written by the assistant: {len(draft.body)} characters of plain text.")
+    lines += (draft.layout or Layout(written_chars=len(draft.body))).describe()
     return "\n".join(lines + describe_files(draft.attachments))

@@ -50,6 +50,8 @@ class NewDraft:
     files: tuple[FileToSend, ...]
     #: the Message-ID of the message a reply draft answers (its subject is that message's, not the caller's)
     in_reply_to: str | None = None
+    #: the HTML alternative of a formatted draft (`body` is then its text alternative)
+    html: str | None = None
 
     @property
     def content_digest(self) -> str:
@@ -60,6 +62,7 @@ class NewDraft:
             "subject": self.subject,
             "body_sha256": hashlib.sha256(self.body.encode()).hexdigest(),
             "in_reply_to": self.in_reply_to,
+            **({"html_sha256": hashlib.sha256(self.html.encode()).hexdigest()} if self.html is not None else {}),
             **bound_files(self.files),
         }
         canonical = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=True)

@@ -37,6 +37,7 @@ from .compose import (
     check_subject,
     checked_recipients,
     parse_address,
+    set_body,
     unique_recipients,
     wire_bytes,
 )
@@ -77,9 +78,11 @@ def draft_message(
     in_reply_to: str | None = None,
     references: tuple[str, ...] = (),
     files: Sequence[FileToSend] = (),
+    html: str | None = None,
 ) -> EmailMessage:
-    """The draft as a message: checked addresses, one-line subject, threading headers for a reply, `files` attached
-    (as placeholders: `wire.Wire` writes them); no From when the account's sending address is not known."""
+    """The draft as a message: checked addresses, one-line subject, threading headers for a reply, `body` (with `html`
+    as its HTML alternative, if given), `files` attached (as placeholders: `wire.Wire` writes them); no From when
+    the account's sending address is not known."""
     message = EmailMessage()
     if sender is not None:
         message["From"] = sender
@@ -93,7 +96,7 @@ def draft_message(
         message["In-Reply-To"] = in_reply_to
     if references:
         message["References"] = " ".join(references)
-    message.set_content(check_body(body))
+    set_body(message, check_body(body), html)
     for file in files:
         attach(message, file)
     return message

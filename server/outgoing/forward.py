@@ -34,6 +34,7 @@ from ..reading.headers import parse_headers
 from ..reading.reader import MessageGone, fetch_message, message_content
 from .attachments import mail_parts
 from .compose import CONTROL_CHARACTERS, MAX_SUBJECT_LENGTH, Draft, Recipients, build_message, check_body
+from .formatting import BodyFormat, as_quoted, compose_body
 from .wire import FileToSend, Payload, attach_message
 
 Mode = Literal["inline", "attachment"]
@@ -168,13 +169,20 @@ class Forward:
         return message
 
 
-def forward(sender: Address, recipients: Recipients, note: str, original: Forwarded, mode: Mode) -> Forward:
-    """The forward of `original` with `note` above it."""
-    body = check_body(note)
+def forward(
+    sender: Address,
+    recipients: Recipients,
+    note: str,
+    original: Forwarded,
+    mode: Mode,
+    body_format: BodyFormat = "text",
+    signature: str | None = None,
+) -> Forward:
+    """The forward of `original` with `note` (in `body_format`) above it, and `signature` below the note."""
     files = original.files
-    if mode == "inline":
-        body = f"{body.rstrip()}\n\n{original.quoted}\n" if body.strip() else f"{original.quoted}\n"
-    elif original.whole is not None and not original.verbatim:
+    quoted = as_quoted(original.quoted) if mode == "inline" else None
+    if mode == "attachment" and original.whole is not None and not original.verbatim:
         files = (FileToSend("forwarded.eml", "application/octet-stream", original.whole),)
-    draft = Draft(sender=sender, recipients=recipients, subject=forward_subject(original.subject), body=body)
+    draft = Draft(sender=sender, recipients=recipients, subject=forward_subject(original.subject), body="")
+    draft = draft.with_body(compose_body(check_body(note), body_format, signature, quoted))
     return Forward(replace(draft, attachments=files), original, mode)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
-from typing import Annotated
+from typing import Annotated, Literal
 
 from anyio import to_thread
 from pydantic import BaseModel, ConfigDict, Field
@@ -173,3 +173,27 @@ async def one_ref(pool: ImapPool, id: str | None, mailbox: str | None, uid: int 
     if target.uidvalidity is not None:
         return MessageRef(target.mailbox, target.uidvalidity, target.uids[0])
     return await pool.run(lambda client: current_ref(client, target))
+
+
+BodyFormatArgument = Annotated[
+    Literal["text", "markdown", "html"],
+    Field(
+        description="How body is written: text (sent as written), markdown (CommonMark) or html. Markdown and HTML "
+        "go out as HTML (scripts, styles, images and anything remote removed) beside a plain-text alternative made "
+        "from it; the person approving is told the text's length, never shown raw HTML."
+    ),
+]
+SignatureArgument = Annotated[
+    bool,
+    Field(
+        description="true: add the account's signature (SMTP_SIGNATURE) below the body after a '-- ' line, when the "
+        "operator set one; false: leave it out of this message."
+    ),
+]
+QuoteArgument = Annotated[
+    bool,
+    Field(
+        description="true: quote the original below the reply as a mail client does ('On <date>, <name> wrote:' "
+        "and '> ' lines, at most 200 lines; as get_message shows its text); false: send only body."
+    ),
+]

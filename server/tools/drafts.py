@@ -28,6 +28,7 @@ from ..imap.lookup import MessageSelection, current_ref, resolve_one
 from ..imap.message_ids import MessageRef, encode_id
 from ..imap.pool import ImapPool
 from ..logs import get_logger
+from ..outgoing.compose import check_body
 from ..outgoing.draft_update import NewDraft, OldDraft, read_old_draft, update_request
 from ..outgoing.drafts import (
     SavedDraft,
@@ -37,6 +38,8 @@ from ..outgoing.drafts import (
     new_recipients,
     remove_draft,
 )
+from ..outgoing.formatting import BodyFormat, composed
+from ..outgoing.quoting import quote_of
 from ..outgoing.reply import reply_draft
 from ..outgoing.sent_mailbox import fetch_original
 from ..outgoing.wire import FileToSend, Wire
@@ -83,6 +86,16 @@ DraftReplyAll = Annotated[bool, Field(description="With in_reply_to: also to the
 
 
 @dataclass(frozen=True)
+class Formatting:
+    """How a draft's body is written: its format (text, markdown, html), with the account's signature or not,
+    quoting the original of a reply or not."""
+
+    body_format: BodyFormat = "text"
+    signature: bool = True
+    quote: bool = True
+
+
+@dataclass(frozen=True)
 class DraftComposer:
     """What a draft is written with: the account's pool, its sending address (if known) and own addresses (left out
     of a reply's recipients), and the operator's settings for attached files."""
@@ -91,6 +104,8 @@ class DraftComposer:
     from_address: Address | None
     own_addresses: frozenset[str]
     files: OutgoingFiles
+    #: the account's signature (SMTP_SIGNATURE), added below the body unless a call leaves it out
+    signature: str | None = None
 
     async def compose(
         self,
@@ -101,12 +116,17 @@ class DraftComposer:
         in_reply_to: str | None,
         reply_all: bool,
         attached: tuple[FileToSend, ...],
+        formatting: Formatting,
     ) -> NewDraft:
-        """The draft save_draft's arguments describe (a new one, or a reply to `in_reply_to`), with its bytes."""
+        """The draft save_draft's arguments describe (a new one, or a reply to `in_reply_to`, quoting it unless
+        `formatting` says not to), written as `formatting` says, with its bytes."""
         pool, from_address = self.pool, self.from_address
+        added = self.signature if formatting.signature else None
         if in_reply_to is None:
             recipients, answers = new_recipients(list(to), list(cc)), None
-            message = draft_message(from_address, recipients, subject, body, files=attached)
+            written = await composed(check_body(body), formatting.body_format, added)
+            body, html = written.text, written.html
+            message = draft_message(from_address, recipients, subject, body, files=attached, html=html)
         else:
             if to or cc or subject:
                 raise ArgumentError(
@@ -122,12 +142,15 @@ class DraftComposer:
             ref = await pool.run(lambda c: current_ref(c, target))
             original = await pool.run(lambda c: fetch_original(c, ref))
             reply = reply_draft(original, from_address, self.own_addresses, body, reply_all)
+            quoted = await quote_of(pool, target, formatting.quote)
+            reply = reply.with_body(await composed(reply.body, formatting.body_format, added, quoted))
             recipients, subject, body, answers = reply.recipients, reply.subject, reply.body, reply.in_reply_to
+            html = reply.html
             message = draft_message(
-                from_address, recipients, subject, body, reply.in_reply_to, reply.references, attached
+                from_address, recipients, subject, body, reply.in_reply_to, reply.references, attached, html
             )
         whole = await anyio.to_thread.run_sync(_draft_bytes, message, attached, self.files.max_message_bytes)
-        return NewDraft(message, whole, recipients, subject, body, attached, answers)
+        return NewDraft(message, whole, recipients, subject, body, attached, answers, html)
 
 
 def _draft_bytes(message: EmailMessage, attached: Sequence[FileToSend], limit: int) -> bytes:

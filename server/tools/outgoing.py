@@ -60,14 +60,23 @@ from ..outgoing.drafts import (
     outgoing_copy,
     read_draft,
 )
+from ..outgoing.formatting import composed
 from ..outgoing.forward import Forwarded, Mode, forward, read_inline, read_whole
 from ..outgoing.known import SendQuestion
 from ..outgoing.policy import SendPolicy
+from ..outgoing.quoting import quote_of
 from ..outgoing.reply import reply_draft
 from ..outgoing.send_once import Approved, Outgoing, Sender, SendResult, describe
 from ..outgoing.sent_mailbox import fetch_original
 from ..outgoing.wire import FileToSend, attach
-from .arguments import ConfirmToken, DeprecatedMailbox, DeprecatedUid
+from .arguments import (
+    BodyFormatArgument,
+    ConfirmToken,
+    DeprecatedMailbox,
+    DeprecatedUid,
+    QuoteArgument,
+    SignatureArgument,
+)
 from .drafts import (
     UPDATE_TOOL,
     DraftCc,
@@ -78,6 +87,7 @@ from .drafts import (
     DraftText,
     DraftTo,
     DraftUpdated,
+    Formatting,
     Updating,
     record_saved,
     saved_id,
@@ -93,7 +103,7 @@ MAX_BODY_CHARS = 1_000_000
 ADDRESSES = "Addresses, each 'alice@example.com' or 'Alice <alice@example.com>'."
 To = Annotated[Sequence[str], Field(min_length=1, max_length=MAX_RECIPIENTS, description=ADDRESSES)]
 Addresses = Annotated[Sequence[str], Field(max_length=MAX_RECIPIENTS, description=ADDRESSES)]
-Body = Annotated[str, Field(max_length=MAX_BODY_CHARS, description="The message text (plain text, sent as written).")]
+Body = Annotated[str, Field(max_length=MAX_BODY_CHARS, description="The message text, written as body_format says.")]
 Attachments = Annotated[
     Sequence[AttachmentSource],
     Field(
@@ -229,7 +239,8 @@ def register_save_draft(mcp: MCPServer, composer: DraftComposer, store_url: str)
             "Save a new draft message in the Drafts mailbox (flagged \\Draft) for a person to check, change and "
             "send (send_draft sends it after a person approves). With in_reply_to (an id), the draft answers that "
             "message as reply_to_message would: its recipients (reply_all: also To and Cc), 'Re:' subject and "
-            "threading headers are computed; leave to, cc and subject out then. Nothing is sent."
+            "threading headers are computed, and the original is quoted below (quote); leave to, cc and subject out "
+            "then. The account's signature is added as for send_message. Nothing is sent."
         ),
     )
     async def save_draft(
@@ -240,9 +251,14 @@ def register_save_draft(mcp: MCPServer, composer: DraftComposer, store_url: str)
         in_reply_to: DraftInReplyTo = None,
         reply_all: DraftReplyAll = False,
         attachments: Attachments = (),
+        body_format: BodyFormatArgument = "text",
+        signature: SignatureArgument = True,
+        quote: QuoteArgument = True,
     ) -> DraftSaved:
         attached = await files_of(pool, attachments, composer.files)
-        new = await composer.compose(body, to, subject, cc, in_reply_to, reply_all, attached)
+        new = await composer.compose(
+            body, to, subject, cc, in_reply_to, reply_all, attached, Formatting(body_format, signature, quote)
+        )
         saved = await pool.run(lambda c: append_draft(c, new.message, new.whole), retry=False)
         uid_part = (saved.uid,) if saved.uid else ()
         log_change("save_draft", saved.mailbox, uid_part)
@@ -280,10 +296,14 @@ def register_update_draft(mcp: MCPServer, composer: DraftComposer, guard: Guard,
         confirm_token: ConfirmToken = None,
         mailbox: DeprecatedMailbox = None,
         uid: DeprecatedUid = None,
+        body_format: BodyFormatArgument = "text",
+        signature: SignatureArgument = True,
+        quote: QuoteArgument = True,
     ) -> Annotated[CallToolResult, DraftUpdated] | InputRequiredResult:
         target = resolve_one(id, mailbox, uid)
         attached = await files_of(composer.pool, attachments, composer.files)
-        new = await composer.compose(body, to, subject, cc, in_reply_to, reply_all, attached)
+        formatting = Formatting(body_format, signature, quote)
+        new = await composer.compose(body, to, subject, cc, in_reply_to, reply_all, attached, formatting)
         return await update_in_place(updating, ctx, target, new, confirm_token)
 
 
@@ -307,7 +327,7 @@ def register(
         for a in (drafts_from.addr_spec if drafts_from else "", username, smtp.username if smtp else "")
         if "@" in a
     )
-    composer = DraftComposer(pool, drafts_from, own_addresses, files)
+    composer = DraftComposer(pool, drafts_from, own_addresses, files, smtp.signature if smtp else None)
     register_save_draft(mcp, composer, store_url)
     register_update_draft(mcp, composer, guard, store_url)
     if smtp is None:
@@ -316,12 +336,16 @@ def register(
     sending = Sending(pool, sender, guard, asking or Asking())
     from_address = parse_address(smtp.sender, "From")
 
+    def own_signature(wanted: bool) -> str | None:
+        return smtp.signature if wanted and smtp is not None else None
+
     @offer(
         mcp,
         SEND_TOOL,
         guard=guard,
         description=(
-            "Send a new plain-text email from the account, with attachments if given. A person is always asked to "
+            "Send a new email from the account (plain text, or Markdown or HTML with a text alternative), with the "
+            "account's signature and attachments if given. A person is always asked to "
             "approve it first, in a dialog where the client can show one (recipients, subject, body length, each "
             "attachment's name and size); otherwise the first call returns a confirm_token and sends nothing. "
             "Changing recipients, subject, body or any attachment asks again." + POLICY_AND_REPEATING
@@ -337,6 +361,8 @@ def register(
         attachments: Attachments = (),
         save_to_sent: SaveToSent = True,
         confirm_token: ConfirmToken = None,
+        body_format: BodyFormatArgument = "text",
+        signature: SignatureArgument = True,
     ) -> Annotated[CallToolResult, SendResult] | InputRequiredResult:
         recipients, checked_subject, checked_body = (
             parse_recipients(to, cc, bcc),
@@ -349,7 +375,7 @@ def register(
             subject=checked_subject,
             body=checked_body,
             attachments=await files_of(pool, attachments, files),
-        )
+        ).with_body(await composed(checked_body, body_format, own_signature(signature)))
         request = send_request(SEND_TOOL, sender.account, draft)
         return await _send(sending, ctx, request, Outgoing.of(draft), save_to_sent, confirm_token)
 
@@ -360,8 +386,8 @@ def register(
         description=(
             "Reply to a message by its id: to its Reply-To (or From), and with reply_all also to its To and Cc, "
             "never to this account itself; subject 'Re: …' and threading headers are set, and the original is "
-            "marked answered. The original is not quoted: write the whole reply in body. A person is always asked "
-            "to approve it first, as for send_message." + POLICY_AND_REPEATING
+            "marked answered. The original's text is quoted below the reply and the account's signature (quote, "
+            "signature). A person is always asked to approve it first, as for send_message." + POLICY_AND_REPEATING
         ),
     )
     async def reply_to_message(
@@ -376,11 +402,16 @@ def register(
         confirm_token: ConfirmToken = None,
         mailbox: DeprecatedMailbox = None,
         uid: DeprecatedUid = None,
+        body_format: BodyFormatArgument = "text",
+        signature: SignatureArgument = True,
+        quote: QuoteArgument = True,
     ) -> Annotated[CallToolResult, SendResult] | InputRequiredResult:
         target = resolve_one(id, mailbox, uid)
         ref = await pool.run(lambda c: current_ref(c, target))
         original = await pool.run(lambda c: fetch_original(c, ref))
         draft = reply_draft(original, from_address, own_addresses, body, reply_all)
+        quoted = await quote_of(pool, target, quote)
+        draft = draft.with_body(await composed(draft.body, body_format, own_signature(signature), quoted))
         draft = dataclasses.replace(draft, attachments=await files_of(pool, attachments, files))
         request = send_request(REPLY_TOOL, sender.account, draft, ref)
         return await _send(sending, ctx, request, Outgoing.of(draft), save_to_sent, confirm_token, original=ref)
@@ -457,7 +488,7 @@ def register(
             str | None, Field(description="The id (imap.…) of the message to forward, as a tool returned it.")
         ] = None,
         body: Annotated[
-            str, Field(max_length=MAX_BODY_CHARS, description="A note above the forwarded message (plain text).")
+            str, Field(max_length=MAX_BODY_CHARS, description="A note above the forwarded message (see body_format).")
         ] = "",
         cc: Addresses = (),
         bcc: Addresses = (),
@@ -469,11 +500,15 @@ def register(
         confirm_token: ConfirmToken = None,
         mailbox: DeprecatedMailbox = None,
         uid: DeprecatedUid = None,
+        body_format: BodyFormatArgument = "text",
+        signature: SignatureArgument = True,
     ) -> Annotated[CallToolResult, SendResult] | InputRequiredResult:
         recipients, note = parse_recipients(to, cc, bcc), check_body(body)
         target = resolve_one(id, mailbox, uid)
         original = await pool.run(InMailbox(target.mailbox, _reader(mode, target, files.max_message_bytes)))
-        forwarded = forward(from_address, recipients, note, original, mode)
+        forwarded = await anyio.to_thread.run_sync(  # in a thread: rendering a large note takes seconds
+            forward, from_address, recipients, note, original, mode, body_format, own_signature(signature)
+        )
         outgoing = Outgoing(from_address, recipients, forwarded.build, forwarded.payloads)
         request = forward_request(FORWARD_TOOL, sender.account, forwarded, len(note))
         return await _send(sending, ctx, request, outgoing, save_to_sent, confirm_token, forwarded=original.ref)

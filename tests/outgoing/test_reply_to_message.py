@@ -57,7 +57,7 @@ async def test_a_reply_is_threaded_goes_to_the_sender_and_marks_the_original_ans
 ) -> None:
     ref, message_id, references = original_of(account, "Re: Project kickoff")
     async with served(load_settings(sending_env), mode=mode, elicitation_callback=person) as client:
-        result = structured(await client.call_tool("reply_to_message", {"id": ref.id, "body": BODY}))
+        result = structured(await client.call_tool("reply_to_message", {"id": ref.id, "body": BODY, "quote": False}))
     assert result["status"] == "sent" and result["answered"] is True and result["recipients"] == 1
     [message], [envelope] = smtp.messages, smtp.envelopes
     assert envelope.rcpt_tos == ("bob@example.net",)

@@ -70,7 +70,8 @@ async def test_a_reply_draft_is_sent_once_leaves_drafts_is_filed_and_answers_the
     [message] = smtp.messages
     assert message["Subject"] == "Re: Project kickoff" and message["In-Reply-To"] == message_id
     assert message["References"].split()[-1] == message_id and (references or "") in message["References"]
-    assert message["From"] == SENDER and message.get_content() == BODY
+    assert message["From"] == SENDER  # the draft's text as saved: the body, then the original quoted
+    assert message.get_content().startswith(f"{BODY}\nOn Tue, 13 Oct 2026 09:00:00 +0000, Bob Builder wrote:\n> ")
     assert "carol@example.com" in message["Cc"] and "demo@example.org" not in (message["To"] + message["Cc"])
     assert (saved["id"] in drafts(account)) is not removable
     assert b"\\Answered" in flags_of(account, ref)
