@@ -27,7 +27,6 @@ from imap_mcp.protocol.local_time import DialogClock
 from imap_mcp.sealing import fingerprint
 
 from ..config import OutgoingFiles, SmtpSettings
-from ..errors import OutgoingError
 from ..guard import bound_to_the_store
 from ..imap.lookup import MessageSelection, current_ref, resolve_one
 from ..imap.message_ids import MessageRef
@@ -37,12 +36,6 @@ from ..outgoing.approval import forward_request, send_draft_request, send_reques
 from ..outgoing.attachments import (
     MAX_ATTACHMENTS,
     AttachmentSource,
-    InlineFile,
-    MailPart,
-    UploadedFile,
-    inline_file,
-    mail_parts,
-    uploaded_file,
 )
 from ..outgoing.compose import (
     MAX_RECIPIENTS,
@@ -68,7 +61,7 @@ from ..outgoing.quoting import quote_of
 from ..outgoing.reply import reply_draft
 from ..outgoing.send_once import Approved, Outgoing, Sender, SendResult, describe
 from ..outgoing.sent_mailbox import fetch_original
-from ..outgoing.wire import FileToSend, attach
+from ..outgoing.wire import attach
 from .arguments import (
     BodyFormatArgument,
     ConfirmToken,
@@ -77,6 +70,7 @@ from .arguments import (
     QuoteArgument,
     SignatureArgument,
 )
+from .attached_files import files_of
 from .drafts import (
     UPDATE_TOOL,
     DraftCc,
@@ -133,35 +127,6 @@ POLICY_AND_REPEATING = (
     "dialog, the call repeated with the same confirm_token sends nothing more, while a new call without it gets a "
     "new token that sends another copy."
 )
-
-
-async def files_of(
-    pool: ImapPool, sources: Sequence[AttachmentSource], settings: OutgoingFiles
-) -> tuple[FileToSend, ...]:
-    """Each attachment's name, type and bytes, read once, in the caller's order; refused as soon as they come to
-    more than SMTP_MAX_MESSAGE_BYTES together."""
-    files: list[FileToSend] = []
-    for source in sources:
-        room = settings.max_message_bytes - sum(f.size for f in files)
-        if isinstance(source, InlineFile):
-            files.append(await anyio.to_thread.run_sync(inline_file, source))
-        elif isinstance(source, UploadedFile):
-            files.append(await anyio.to_thread.run_sync(uploaded_file, settings.upload_dir, source, room))
-        else:
-            files += await _mail_part(pool, source)
-        if files[-1].size > room:
-            raise OutgoingError(
-                f"The attachments come to more than the {settings.max_message_bytes} bytes a message may have "
-                f"(SMTP_MAX_MESSAGE_BYTES) with {files[-1].name!r}. Send fewer or smaller attachments."
-            )
-    return tuple(files)
-
-
-async def _mail_part(pool: ImapPool, source: MailPart) -> list[FileToSend]:
-    target = resolve_one(source.id, None, None)
-    return await pool.run(
-        InMailbox(target.mailbox, lambda c, examined: mail_parts(c, examined, target, [source.part_id]))
-    )
 
 
 @dataclass(frozen=True)
