@@ -42,6 +42,7 @@ from .body_choice import CHOSEN_BECAUSE, BodyFormat, ChosenBecause, is_stub, pla
 from .fence import Fenced, SenderBlock, SenderLine, SenderMediaType
 from .html_text import Converted, convert_html
 from .invisible import without_invisible
+from .invitations import CalendarSource, Invitation, calendar_fetches, calendar_part, invitation, invitation_places
 from .media_types import UNKNOWN_TYPE
 from .parts import (
     Node,
@@ -52,6 +53,7 @@ from .parts import (
     decode_words,
     parse_structure,
 )
+from .unsubscribe import ListUnsubscribe, list_unsubscribe
 from .warnings import (
     Judge,
     MailWarning,
@@ -64,7 +66,10 @@ from .warnings import (
     text_warnings,
 )
 
-HEADER_FIELDS = ("FROM", "TO", "CC", "REPLY-TO", "DATE", "SUBJECT", "MESSAGE-ID", "IN-REPLY-TO", "REFERENCES")
+HEADER_FIELDS = (
+    *("FROM", "TO", "CC", "REPLY-TO", "DATE", "SUBJECT", "MESSAGE-ID", "IN-REPLY-TO", "REFERENCES"),
+    *("LIST-UNSUBSCRIBE", "LIST-UNSUBSCRIBE-POST"),
+)
 #: the most of those header fields read (together): a From of 40,000 addresses is cut, not read whole
 HEADER_BYTES = 256 * 1024
 #: the verdicts of the receiving server, fetched apart so that no other header can push them out of the budget
@@ -189,6 +194,12 @@ class MessageContent(Fenced):
     )
     warnings: list[MailWarning] = Field(description="What a careful reader should know about this message, and why.")
     removed: Removed
+    invitation: Invitation | None = Field(
+        default=None, description="The calendar invitation the message carries (text/calendar or .ics), as written."
+    )
+    list_unsubscribe: ListUnsubscribe | None = Field(
+        default=None, description="The List-Unsubscribe addresses, when the message has them: shown, never followed."
+    )
 
 
 def _header(message: Message, name: str) -> str:
@@ -248,6 +259,8 @@ def read_headers(raw: bytes, results: tuple[ResultsHeader, ...] = ()) -> RawHead
         "message_id": "Message-ID",
         "in_reply_to": "In-Reply-To",
         "references": "References",
+        "list_unsubscribe": "List-Unsubscribe",
+        "list_unsubscribe_post": "List-Unsubscribe-Post",
     }
     senders = header_addresses(message.get("From", ""))
     name, address = senders[0] if senders else ("", "")
@@ -369,6 +382,7 @@ class FetchedMessage:
     attachments: list[Part]
     #: None: `body` is the message's only text part (or it has none)
     choice: BodyChoice | None = None
+    calendar: CalendarSource | None = None
 
     def body_choice(self) -> BodyChoice:
         if self.choice is not None:
@@ -410,7 +424,11 @@ def fetch_message(
     structure = structure_of(data, current)
     alternatives = body_alternatives(structure)
     planned = plan(alternatives, body_format, max_chars)
-    texts = fetch_texts(client, ref.uid, planned.fetches) if planned.fetches else []
+    found = attachments(structure)
+    calendar, wanted = calendar_part(found), planned.fetches
+    wanted += calendar_fetches(calendar)
+    texts = fetch_texts(client, ref.uid, wanted) if wanted else []
+    calendar_text = texts.pop().text if len(texts) > len(planned.fetches) else None
     choice = BodyChoice(alternatives, planned.because or "not a stub", texts[1] if planned.because is None else None)
     return FetchedMessage(
         ref=current,
@@ -420,8 +438,9 @@ def fetch_message(
             tuple(results_headers(_section(data, b"BODY[HEADER", holding=AUTHENTICATION_FIELD.encode()))),
         ),
         body=texts[0] if texts else None,
-        attachments=attachments(structure),
+        attachments=found,
         choice=choice,
+        calendar=CalendarSource(calendar, calendar_text) if calendar else None,
     )
 
 
@@ -457,6 +476,9 @@ def message_content(fetched: FetchedMessage, max_chars: int, judge: Judge | None
     ]
     places = [("subject", values["subject"]), ("From display name", fetched.headers.facts.name), ("body", text)]
     places += attachment_places((part.filename, part.content_type) for part in fetched.attachments)
+    invited, notes = invitation(fetched.calendar)
+    unsubscribe = list_unsubscribe(values.get("list_unsubscribe", ""), values.get("list_unsubscribe_post", ""))
+    places += [*invitation_places(invited), ("List-Unsubscribe", " ".join(unsubscribe.uris if unsubscribe else ()))]
     found = [
         *sender_warnings(fetched.headers.facts, judge),
         hidden_warning(body.converted, invisible),
@@ -492,6 +514,9 @@ def message_content(fetched: FetchedMessage, max_chars: int, judge: Judge | None
             remote_images=converted.remote_images,
             tracking_pixels=converted.tracking_pixels,
         ),
+        invitation=invited,
+        list_unsubscribe=unsubscribe,
+        notes=notes,
     )
 
 

@@ -332,7 +332,7 @@ def register_get_message(mcp: MCPServer, pool: ImapPool, judging: Judging, memor
 
         def answer() -> CallToolResult:
             content = files.judged(message_content(fetched, max_chars, judge), reasons)
-            content = content.model_copy(update={"thread": counted.value, "notes": notes})
+            content = content.model_copy(update={"thread": counted.value, "notes": [*content.notes, *notes]})
             result = fenced_result(content)
             result.content += files.links(content)
             return result
