@@ -17,6 +17,7 @@ from functools import partial
 from typing import Any, TypeVar
 
 import icalendar
+from icalendar.parser import Contentline, Contentlines
 from pydantic import BaseModel, Field
 
 from .fence import SenderBlock, SenderLine
@@ -235,6 +236,38 @@ def _rule(component: Any) -> str | None:
     return bytes(rule.to_ical()).decode("utf-8", "replace")
 
 
+def _time_zone_boundary(line: Contentline) -> str | None:
+    """BEGIN or END when `line` opens or closes a VTIMEZONE as icalendar's parser reads it, else None."""
+    if "VTIMEZONE" not in line.upper():
+        return None
+    try:
+        name, _, value = line.parts()
+    except ValueError:
+        return None
+    name = name.upper()
+    return name if name in ("BEGIN", "END") and value.upper() == "VTIMEZONE" else None
+
+
+def without_time_zones(text: str) -> str:
+    """`text` unfolded, without its VTIMEZONE components (and without any line that ends one).
+
+    icalendar turns each VTIMEZONE it parses into a time zone, expanding its rules from their first year (a rule
+    every hour from 1601 takes hours), and caches it for the whole process under its TZID: a stranger's zone would
+    then stand for that name in every later invitation, and each new name would grow the cache. Without them a
+    TZID still shows as given, an IANA name (Europe/Berlin) still resolves, another is shown as local time."""
+    kept: list[str] = []
+    depth = 0
+    for line in Contentlines.from_ical(text):
+        boundary = _time_zone_boundary(line)
+        if boundary == "BEGIN":
+            depth += 1
+        elif boundary == "END":
+            depth = max(depth - 1, 0)
+        elif depth == 0:
+            kept.append(line)
+    return "\r\n".join(kept)
+
+
 def invitation(source: CalendarSource | None) -> tuple[Invitation | None, list[str]]:
     """The invitation `source` holds and notes on what of it could not be read; (None, notes) when none can be."""
     if source is None:
@@ -246,7 +279,7 @@ def invitation(source: CalendarSource | None) -> tuple[Invitation | None, list[s
             "(get_attachments returns it)."
         ]
     try:
-        calendar = icalendar.Calendar.from_ical(source.text)
+        calendar = icalendar.Calendar.from_ical(without_time_zones(source.text))
         events = list(calendar.walk("VEVENT"))
     except Exception:  # hostile input may break the parser in ways nobody listed
         return None, [f"The calendar part {part_id} is not iCalendar that can be read: its invitation is left out."]

@@ -232,3 +232,14 @@ def test_the_addresses_shown_and_one_click(
     assert shown is not None
     assert (shown.uris, shown.left_out, shown.one_click) == (uris, left_out, one_click)
     assert list_unsubscribe("  ", post) is None
+
+
+async def test_a_time_zone_the_invitation_defines_is_named_not_applied(empty_account: Account) -> None:
+    """A VTIMEZONE is the sender's: icalendar would expand its rules (for hours, for some) and keep it for every
+    later invitation of the process under its name; its events show their local time and the zone's name."""
+    zone = ["BEGIN:VTIMEZONE", "TZID:Europe/Own", "BEGIN:STANDARD", "DTSTART:19700101T000000"]
+    zone += ["TZOFFSETFROM:+0500", "TZOFFSETTO:+0500", "END:STANDARD", "END:VTIMEZONE"]
+    zoned = event("DTSTART;TZID=Europe/Own:20261210T100000")
+    message = await read_only_message(empty_account, invitation_mail(calendar(zone, zoned)))
+    (shown,) = message["invitation"]["events"]
+    assert (shown["start"], shown["time_zone"]) == ("2026-12-10T10:00:00", "Europe/Own")
