@@ -257,7 +257,7 @@ def without_time_zones(text: str) -> str:
     TZID still shows as given, an IANA name (Europe/Berlin) still resolves, another is shown as local time."""
     kept: list[str] = []
     depth = 0
-    for line in Contentlines.from_ical(text):
+    for line in Contentlines.from_ical(text):  # type: ignore[no-untyped-call]  # icalendar leaves it untyped
         boundary = _time_zone_boundary(line)
         if boundary == "BEGIN":
             depth += 1

@@ -112,10 +112,10 @@ async def test_hostile_invitations_are_read_bounded_or_left_out_with_a_note(acco
     assert read["no-utf-8"]["invitation"]["events"][0]["summary"].startswith("Caf")
 
 
-NAMES = ("BEGIN", "END", "SUMMARY", "DESCRIPTION", "LOCATION", "DTSTART", "DTEND", "DURATION", "RRULE", "ATTENDEE")
-NAMES += ("ORGANIZER", "SEQUENCE", "STATUS", "METHOD", "TZID", "TZOFFSETFROM", "TZOFFSETTO", "X-SENDERTEXT")
-VALUES = ("VCALENDAR", "VEVENT", "VTIMEZONE", "STANDARD", "20261210T100000Z", "20261210", "P1D", "PT1H", "-P1W")
-VALUES += ("FREQ=HOURLY", "FREQ=WEEKLY;COUNT=2", "mailto:SENDERTEXT@evil.example", "SENDERTEXT", "Evil", "+0100")
+NAMES = [*("BEGIN", "END", "SUMMARY", "DESCRIPTION", "LOCATION", "DTSTART", "DTEND", "DURATION", "RRULE")]
+NAMES += ["ATTENDEE", "ORGANIZER", "SEQUENCE", "STATUS", "METHOD", "TZID", "TZOFFSETFROM", "TZOFFSETTO", "X-SENDERTEXT"]
+VALUES = [*("VCALENDAR", "VEVENT", "VTIMEZONE", "STANDARD", "20261210T100000Z", "20261210", "P1D", "PT1H", "-P1W")]
+VALUES += ["FREQ=HOURLY", "FREQ=WEEKLY;COUNT=2", "mailto:SENDERTEXT@evil.example", "SENDERTEXT", "Evil", "+0100"]
 PARAMETERS = ("", ";TZID=Evil", ";TZID=Europe/Berlin", ";VALUE=DATE", ';CN="SENDERTEXT"', ";ROLE=SENDERTEXT")
 TEXT = st.text(alphabet=string.printable.replace("\r", "").replace("\n", "") + "\u00e9\u200b\u202e", max_size=30)
 
