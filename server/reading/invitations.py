@@ -47,7 +47,7 @@ class Attendee(CalendarAddress):
     )
 
 
-class Event(BaseModel):
+class CalendarEvent(BaseModel):
     """One event of an invitation; a field its sender left out, or that could not be read, is null."""
 
     summary: SenderLine | None = None
@@ -80,7 +80,7 @@ class Invitation(BaseModel):
     method: SenderLine | None = Field(
         default=None, description="METHOD as given: REQUEST (an invitation), CANCEL, REPLY, PUBLISH, ..."
     )
-    events: list[Event] = Field(description=f"The first {MAX_EVENTS} events.")
+    events: list[CalendarEvent] = Field(description=f"The first {MAX_EVENTS} events.")
     event_count: int = Field(description="All events the calendar holds.")
 
 
@@ -134,8 +134,16 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-def _optional(component: Any, name: str) -> str | None:
+def _one(component: Any, name: str) -> Any:
+    """The property `name` of `component`, the first where the sender wrote it more than once; None without it."""
     value = component.get(name)
+    if isinstance(value, list):
+        return value[0] if value else None
+    return value
+
+
+def _optional(component: Any, name: str) -> str | None:
+    value = _one(component, name)
     return None if value is None else _text(value)
 
 
@@ -151,28 +159,36 @@ def _address(prop: Any) -> str:
     return text[7:] if text.lower().startswith("mailto:") else text
 
 
-def _when(component: Any, name: str) -> date | None:
-    if component.get(name) is None:
+def _value(component: Any, name: str) -> Any:
+    """The parsed value of the property `name` (a date, a date-time, a duration), None without it."""
+    prop = _one(component, name)
+    if prop is None:
         return None
-    value = component.decoded(name)
-    if not isinstance(value, date):
+    if isinstance(prop, icalendar.prop.vBroken):
+        raise ValueError("unreadable")
+    return prop.dt
+
+
+def _when(component: Any, name: str) -> date | None:
+    value = _value(component, name)
+    if value is not None and not isinstance(value, date):
         raise ValueError("not a date")
     return value
 
 
 def _end(component: Any, start: date | None) -> date | None:
     end = _when(component, "DTEND")
-    if end is None and start is not None and component.get("DURATION") is not None:
-        duration = component.decoded("DURATION")
+    if end is None and start is not None:
+        duration = _value(component, "DURATION")
         end = start + duration if isinstance(duration, timedelta) else None
     return end
 
 
 def _time_zone(component: Any, name: str) -> str | None:
-    tzid = _param(component.get(name), "TZID")
+    tzid = _param(_one(component, name), "TZID")
     if tzid is not None:
         return tzid
-    value = component.decoded(name)
+    value = _value(component, name)
     return "UTC" if isinstance(value, datetime) and value.utcoffset() == timedelta(0) else None
 
 
@@ -188,26 +204,24 @@ def _attendee(prop: Any) -> Attendee:
 
 
 def _organizer(component: Any) -> CalendarAddress | None:
-    prop = component.get("ORGANIZER")
+    prop = _one(component, "ORGANIZER")
     return None if prop is None else CalendarAddress(address=_address(prop), name=_param(prop, "CN"))
 
 
 def _sequence(component: Any) -> int | None:
-    value = component.get("SEQUENCE")
-    return None if value is None else int(_text(value))
+    value = _optional(component, "SEQUENCE")
+    return None if value is None else int(value)
 
 
-def _event(component: Any, reading: _Reading) -> Event:
-    def field(what: str, read: Callable[[], T]) -> T | None:
-        return reading.field(what, read)
-
+def _event(component: Any, reading: _Reading) -> CalendarEvent:
+    field = reading.field
     start = field("start", lambda: _when(component, "DTSTART"))
     end = field("end", lambda: _end(component, start))
     has_end = component.get("DTEND") is not None
     description = field("description", lambda: _optional(component, "DESCRIPTION")) or None
     attendees = field("attendees", lambda: _attendees(component)) or []
     shown = [a for a in (field("an attendee", partial(_attendee, p)) for p in attendees[:MAX_ATTENDEES]) if a]
-    return Event(
+    return CalendarEvent(
         summary=field("summary", lambda: _optional(component, "SUMMARY")),
         description=description[:MAX_DESCRIPTION_CHARS] if description else None,
         description_truncated=len(description or "") > MAX_DESCRIPTION_CHARS,
@@ -227,12 +241,11 @@ def _event(component: Any, reading: _Reading) -> Event:
 
 
 def _rule(component: Any) -> str | None:
-    value = component.get("RRULE")
-    if value is None:
+    rule = _one(component, "RRULE")
+    if rule is None:
         return None
-    if isinstance(value, icalendar.prop.vBroken):
+    if isinstance(rule, icalendar.prop.vBroken):
         raise ValueError("unreadable")
-    rule = value[0] if isinstance(value, list) else value
     return bytes(rule.to_ical()).decode("utf-8", "replace")
 
 

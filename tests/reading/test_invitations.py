@@ -17,10 +17,11 @@ from typing import Any
 
 import pytest
 from harness import Account, append_message, served, structured
-from hostile.invitation_mail import ATTENDEES, calendar, event, invitation_mail, meeting
+from hostile.invitation_mail import ATTENDEES, ORGANIZER, calendar, event, invitation_mail, meeting
 from hostile.untrusted_mail import check_fenced
 
-from imap_mcp.server.reading.invitations import CALENDAR_BYTES, MAX_ATTENDEES, MAX_EVENTS
+from imap_mcp.server.reading.invitations import CALENDAR_BYTES, MAX_ATTENDEES, MAX_EVENTS, CalendarSource, invitation
+from imap_mcp.server.reading.parts import Part
 from imap_mcp.server.reading.unsubscribe import MAX_URI_CHARS, MAX_URIS, list_unsubscribe
 
 pytestmark = pytest.mark.anyio
@@ -243,3 +244,26 @@ async def test_a_time_zone_the_invitation_defines_is_named_not_applied(empty_acc
     message = await read_only_message(empty_account, invitation_mail(calendar(zone, zoned)))
     (shown,) = message["invitation"]["events"]
     assert (shown["start"], shown["time_zone"]) == ("2026-12-10T10:00:00", "Europe/Own")
+
+
+def test_a_property_written_twice_shows_its_first_value() -> None:
+    twice = event(
+        "SUMMARY:second",
+        "DTSTART;TZID=Europe/Berlin:20261210T100000",
+        "DTSTART:20261211T100000Z",
+        "DURATION:PT1H",
+        "SEQUENCE:1",
+        "SEQUENCE:2",
+        ORGANIZER,
+        "ORGANIZER:mailto:other@example.com",
+        summary="first",
+    )
+    found, notes = invitation(CalendarSource(Part("2", "text/calendar"), calendar(twice)))
+    assert found is not None and notes == []
+    (shown,) = found.events
+    assert (shown.summary, shown.start, shown.end) == (
+        "first",
+        "2026-12-10T10:00:00+01:00",
+        "2026-12-10T11:00:00+01:00",
+    )
+    assert (shown.sequence, shown.organizer and shown.organizer.address) == (1, "ann@example.com")
