@@ -99,6 +99,8 @@ def read_headers(raw: bytes, results: tuple[ResultsHeader, ...] = ()) -> RawHead
         "message_id": "Message-ID",
         "in_reply_to": "In-Reply-To",
         "references": "References",
+        "list_unsubscribe": "List-Unsubscribe",
+        "list_unsubscribe_post": "List-Unsubscribe-Post",
     }
     senders = header_addresses(message.get("From", ""))
     name, address = senders[0] if senders else ("", "")

@@ -38,6 +38,7 @@ from .fence import Fenced, SenderBlock, SenderLine, SenderMediaType
 from .headers import Headers, RawHeaders, read_headers
 from .html_text import Converted, convert_html
 from .invisible import without_invisible
+from .invitations import CalendarSource, Invitation, calendar_fetches, calendar_part, invitation, invitation_places
 from .media_types import UNKNOWN_TYPE
 from .part_sizes import with_decoded_sizes
 from .parts import (
@@ -48,6 +49,7 @@ from .parts import (
     decode_body,
     parse_structure,
 )
+from .unsubscribe import ListUnsubscribe, list_unsubscribe
 from .warnings import (
     Judge,
     MailWarning,
@@ -59,7 +61,10 @@ from .warnings import (
     text_warnings,
 )
 
-HEADER_FIELDS = ("FROM", "TO", "CC", "REPLY-TO", "DATE", "SUBJECT", "MESSAGE-ID", "IN-REPLY-TO", "REFERENCES")
+HEADER_FIELDS = (
+    *("FROM", "TO", "CC", "REPLY-TO", "DATE", "SUBJECT", "MESSAGE-ID", "IN-REPLY-TO", "REFERENCES"),
+    *("LIST-UNSUBSCRIBE", "LIST-UNSUBSCRIBE-POST"),
+)
 #: the most of those header fields read (together): a From of 40,000 addresses is cut, not read whole
 HEADER_BYTES = 256 * 1024
 #: the verdicts of the receiving server, fetched apart so that no other header can push them out of the budget
@@ -170,6 +175,12 @@ class MessageContent(Fenced):
     )
     warnings: list[MailWarning] = Field(description="What a careful reader should know about this message, and why.")
     removed: Removed
+    invitation: Invitation | None = Field(
+        default=None, description="The calendar invitation the message carries (text/calendar or .ics), as written."
+    )
+    list_unsubscribe: ListUnsubscribe | None = Field(
+        default=None, description="The List-Unsubscribe addresses, when the message has them: shown, never followed."
+    )
 
 
 def attachment_info(part: Part) -> AttachmentInfo:
@@ -276,6 +287,7 @@ class FetchedMessage:
     attachments: list[Part]
     #: None: `body` is the message's only text part (or it has none)
     choice: BodyChoice | None = None
+    calendar: CalendarSource | None = None
 
     def body_choice(self) -> BodyChoice:
         if self.choice is not None:
@@ -317,7 +329,11 @@ def fetch_message(
     structure = structure_of(data, current)
     alternatives = body_alternatives(structure)
     planned = plan(alternatives, body_format, max_chars)
-    texts = fetch_texts(client, ref.uid, planned.fetches) if planned.fetches else []
+    found = attachments(structure)
+    calendar, wanted = calendar_part(found), planned.fetches
+    wanted += calendar_fetches(calendar)
+    texts = fetch_texts(client, ref.uid, wanted) if wanted else []
+    calendar_text = texts.pop().text if len(texts) > len(planned.fetches) else None
     choice = BodyChoice(alternatives, planned.because or "not a stub", texts[1] if planned.because is None else None)
     return FetchedMessage(
         ref=current,
@@ -327,8 +343,9 @@ def fetch_message(
             tuple(results_headers(_section(data, b"BODY[HEADER", holding=AUTHENTICATION_FIELD.encode()))),
         ),
         body=texts[0] if texts else None,
-        attachments=with_decoded_sizes(client, ref.uid, attachments(structure)),
+        attachments=with_decoded_sizes(client, ref.uid, found),
         choice=choice,
+        calendar=CalendarSource(calendar, calendar_text) if calendar else None,
     )
 
 
@@ -364,6 +381,9 @@ def message_content(fetched: FetchedMessage, max_chars: int, judge: Judge | None
     ]
     places = [("subject", values["subject"]), ("From display name", fetched.headers.facts.name), ("body", text)]
     places += attachment_places((part.filename, part.content_type) for part in fetched.attachments)
+    invited, notes = invitation(fetched.calendar)
+    unsubscribe = list_unsubscribe(values.get("list_unsubscribe", ""), values.get("list_unsubscribe_post", ""))
+    places += [*invitation_places(invited), ("List-Unsubscribe", " ".join(unsubscribe.uris if unsubscribe else ()))]
     found = [
         *sender_warnings(fetched.headers.facts, judge),
         hidden_warning(body.converted, invisible),
@@ -399,6 +419,9 @@ def message_content(fetched: FetchedMessage, max_chars: int, judge: Judge | None
             remote_images=converted.remote_images,
             tracking_pixels=converted.tracking_pixels,
         ),
+        invitation=invited,
+        list_unsubscribe=unsubscribe,
+        notes=notes,
     )
 
 

@@ -239,7 +239,9 @@ def register_get_message(mcp: MCPServer, pool: ImapPool, judging: Judging, memor
             "say which parts there are and why this one. Does not mark the message as read. Each attachment says "
             "whether it runs when opened (executable, with the reason: such files are held back) and, where "
             "attachments are served as resources, its uri for resources/read; the result links each one "
-            "resources/read returns (resource_link)." + FENCED
+            "resources/read returns (resource_link). A calendar invitation is shown as its event (invitation), "
+            "a mailing list's unsubscribe addresses as list_unsubscribe (RFC 8058 one-click too): shown, never "
+            "followed." + FENCED
         ),
     )
     async def get_message(
@@ -281,7 +283,7 @@ def register_get_message(mcp: MCPServer, pool: ImapPool, judging: Judging, memor
 
         def answer() -> CallToolResult:
             content = files.judged(message_content(fetched, max_chars, judge), reasons)
-            content = content.model_copy(update={"thread": counted.value, "notes": notes})
+            content = content.model_copy(update={"thread": counted.value, "notes": [*content.notes, *notes]})
             result = fenced_result(content)
             result.content += files.links(content)
             return result

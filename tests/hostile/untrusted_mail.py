@@ -13,6 +13,7 @@ from email.message import EmailMessage
 from typing import Any
 
 from harness import structured
+from hostile.invitation_mail import hostile_invitation
 
 TRUSTED = "mx.trusted.example"
 #: a domain the account has written to (a message to it lies in Sent)
@@ -261,6 +262,13 @@ CASES: tuple[Case, ...] = (
         body_lines=("SENDERTEXT see the forwarded message",),
         codes=frozenset({"fence_imitation"}),
         filenames=("(imitates a fence line) SENDERTEXT ((/mail-text 77)).eml",),
+    ),
+    Case(
+        "invitation-and-unsubscribe",
+        hostile_invitation(),
+        codes=frozenset({"instructions_to_assistant", "fence_imitation"}),
+        body_lines=("You are invited.",),
+        filenames=("SENDERTEXT invite.ics",),
     ),
 )
 

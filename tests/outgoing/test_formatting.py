@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from imap_mcp.server.accounts.loading import load_accounts
-from imap_mcp.server.config import ConfigError, load_settings
+from imap_mcp.server.config import load_settings
 from imap_mcp.server.outgoing.formatting import clean_html, compose_body
 from imap_mcp.server.outgoing.quoting import CUT_MARKER, MAX_QUOTED_LINES, attribution, reply_quote
+from imap_mcp.server.setting_values import ConfigError
 
 IMAP = {"IMAP_HOST": "imap.example.com", "IMAP_USERNAME": "alice@example.com", "IMAP_PASSWORD": "imap-secret-9"}
 SMTP = {**IMAP, "SMTP_HOST": "smtp.example.com"}

@@ -25,6 +25,7 @@ from typing import Any, get_args
 
 import pytest
 from harness import Account, append_message, served, structured
+from hostile.invitation_mail import hostile_invitation
 from hostile.untrusted_mail import fenced_blocks
 from mcp.types import EmbeddedResource, ResourceLink
 from pydantic import BaseModel
@@ -237,3 +238,25 @@ async def test_invisible_characters_in_a_name_or_a_type_are_removed_and_told(emp
     for content in (message, files):
         (hidden,) = [w["detail"] for w in content["warnings"] if w["code"] == "hidden_text"]
         assert "1 from the file names" in hidden and "1 from the MIME types" in hidden
+
+
+async def test_every_text_of_an_invitation_and_of_its_unsubscribe_addresses_is_fenced(empty_account: Account) -> None:
+    append_message(empty_account, hostile_invitation())
+    models = tool_models()
+    async with served(empty_account) as client:
+        message_id = structured(await client.call_tool("search_messages", {}))["messages"][0]["id"]
+        message = fenced(models["get_message"], await client.call_tool("get_message", {"id": message_id}))
+    (event,) = message["invitation"]["events"]
+    assert message["invitation"]["method"] == "SENDERTEXT" and event["summary"].startswith("SENDERTEXT")
+    assert event["organizer"] == {"address": "SENDERTEXT@evil.example", "name": "SENDERTEXT boss"}
+    assert event["attendees"][0] == {
+        "address": "SENDERTEXT@evil.example",
+        "name": "SENDERTEXT",
+        "role": "SENDERTEXT",
+        "status": "SENDERTEXT",
+    }
+    assert "(imitates a fence line) ((/mail-text 0123))" in event["description"].splitlines()
+    assert message["list_unsubscribe"]["uris"] == ["https://evil.example/SENDERTEXT", "mailto:SENDERTEXT@evil.example"]
+    assert message["list_unsubscribe"]["one_click"] is True
+    places = instruction_places(message)
+    assert all(f"invitation {place}" in places for place in ("summary", "description", "location")), places
