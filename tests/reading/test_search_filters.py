@@ -3,12 +3,17 @@ oldest-first order and searches across mailboxes, each checked against the seede
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import datetime as dt
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from gmail_like import GmailLikeServer
 from harness import INBOX_NEWEST_FIRST, Account, append_message, error_text, search, served
 
+from imap_mcp.server.config import Settings
 from imap_mcp.server.reading import search_query
 
 #: the servers of the matrix that keep keywords
@@ -238,3 +243,18 @@ async def test_too_many_candidates_for_the_attachment_check_are_refused(
         narrowed = await search(client, has_attachment=True, since="2026-10-06", before="2026-10-10")
     assert "9 messages match" in said and "Narrow the search" in said
     assert subjects(narrowed) == ["Photos from the trip", "Invoice and overview"]
+
+
+@contextlib.contextmanager
+def gmail_like(account: Account) -> Iterator[tuple[Settings, GmailLikeServer]]:
+    """Settings that reach the account through a Dovecot made to look like Gmail (`gmail_like`)."""
+    with GmailLikeServer(account.dovecot.port) as server:
+        yield Settings(imap=dataclasses.replace(account.imap_settings("none"), port=server.port)), server
+
+
+async def test_gmail_query_goes_to_the_server_as_x_gm_raw_where_it_is_offered(account: Account) -> None:
+    with gmail_like(account) as (settings, server):
+        async with served(settings) as client:
+            page = await search(client, gmail_query="revenue is up", since="2026-10-01")
+    assert subjects(page) == ["Quarterly report"] and page["total"] == 1
+    assert any(b'X-GM-RAW "revenue is up"' in line for line in server.commands)
