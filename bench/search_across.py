@@ -8,8 +8,9 @@ them and opens each read-write once (no `\\Recent` left). Then, in interleaved r
 unmeasured warm-up per side, raw and imap-mcp swap which goes first each round):
 
 - imap-mcp: `search_messages {"mailboxes": ["Box0", …, "Box9"]}` through `imap-mcp stdio` and the SDK client;
-- raw imapclient, the same per-mailbox searches merged: one warm connection; for each mailbox `EXAMINE`,
-  `UID SORT (REVERSE ARRIVAL) UTF-8 ALL` (the order and the total), `UID FETCH` of its newest 20 with the
+- raw imapclient, the same per-mailbox searches merged: one warm connection (sending and acknowledging at
+  once, `imap.promptly`, as imap-mcp's do); for each mailbox `EXAMINE`, `UID SORT (REVERSE ARRIVAL) UTF-8 ALL`
+  (the order and the total; its answer split as imap-mcp splits it), `UID FETCH` of its newest 20 with the
   summary items (`SUMMARY_ITEMS`, imported so they cannot drift); then the 200 merged by INTERNALDATE and
   the newest 20 kept.
 
@@ -35,6 +36,8 @@ import anyio
 from mcp import Client
 
 from imap_mcp.server.demo.dovecot import Dovecot
+from imap_mcp.server.imap.fetch import raw_untagged
+from imap_mcp.server.imap.promptly import exchange_promptly
 from imap_mcp.server.reading.summaries import SUMMARY_ITEMS
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -68,12 +71,14 @@ class Raw:
 
     def __init__(self, dovecot: Dovecot) -> None:
         self.client = raw_client(dovecot)
+        exchange_promptly(self.client)  # as imap-mcp's connections: no delayed ACK per command
 
     def page(self) -> tuple[int, list[tuple[str, int]]]:
         total, found = 0, []
         for box in BOXES:
             self.client.select_folder(box, readonly=True)
-            uids = self.client.sort(["REVERSE ARRIVAL"], ["ALL"])
+            answer = raw_untagged(self.client, b"SORT", [b"(REVERSE ARRIVAL)", b"UTF-8", b"ALL"], unpack=True)
+            uids = [int(uid) for uid in (answer or b"").split()]  # parsed as imap-mcp parses it
             total += len(uids)
             fetched: dict[int, Any] = self.client.fetch(uids[:PAGE], SUMMARY_ITEMS)
             found += [(data[b"INTERNALDATE"], box, uid) for uid, data in fetched.items()]
