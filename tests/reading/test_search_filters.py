@@ -6,15 +6,19 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as dt
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pytest
 from gmail_like import GmailLikeServer
 from harness import INBOX_NEWEST_FIRST, Account, append_message, error_text, search, served
+from imapclient import IMAPClient
 
 from imap_mcp.server.config import Settings
+from imap_mcp.server.imap.fetch import fetch
+from imap_mcp.server.imap.pool import examine
 from imap_mcp.server.reading import search_query
+from imap_mcp.server.reading.search import SearchQuery, search_page
 
 #: the servers of the matrix that keep keywords
 KEEPING_KEYWORDS = ("dovecot", "cyrus", "courier")
@@ -258,3 +262,35 @@ async def test_gmail_query_goes_to_the_server_as_x_gm_raw_where_it_is_offered(ac
             page = await search(client, gmail_query="revenue is up", since="2026-10-01")
     assert subjects(page) == ["Quarterly report"] and page["total"] == 1
     assert any(b'X-GM-RAW "revenue is up"' in line for line in server.commands)
+
+
+@pytest.mark.servers(*KEEPING_KEYWORDS, reason="Mailutils keeps no keywords (a STORE of one is answered BAD)")
+async def test_a_keyword_is_found_in_any_case_as_imap_compares_flags(account: Account) -> None:
+    store(account, "INBOX", "Quarterly report", [b"$Work"])
+    async with served(account) as client:
+        lower = await search(client, keyword="$work")
+        upper = await search(client, not_keyword="$WORK", limit=100)
+    assert subjects(lower) == ["Quarterly report"]
+    assert subjects(upper) == [s for s in INBOX_NEWEST_FIRST if s != "Quarterly report"]
+
+
+def test_a_structure_is_fetched_once_and_then_remembered(
+    account: Account, client: IMAPClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fetched: list[Any] = []
+
+    def counted(session: IMAPClient, uids: Sequence[int] | str, items: list[str]) -> Any:
+        fetched.append(uids)
+        return fetch(session, uids, items)
+
+    monkeypatch.setattr(search_query, "fetch", counted)
+    memory, examined = search_query.AttachmentMemory(), examine(client, "INBOX")
+    query = SearchQuery(has_attachment=True)
+    first = search_page(client, examined, query, attachments=memory)
+    again = search_page(client, examined, query, attachments=memory)
+    assert [m.subject for m in first.messages] == [m.subject for m in again.messages]
+    assert [m.subject for m in again.messages] == ["Photos from the trip", "Invoice and overview"]
+    assert len(fetched) == 1  # the nine structures once, then none
+    append_message(account, b"Subject: later\r\nFrom: x@example.com\r\n\r\nhello\r\n")
+    search_page(client, examine(client, "INBOX"), query, attachments=memory)
+    assert len(fetched) == 2 and len(fetched[-1]) == 1  # only the new message's
