@@ -80,7 +80,7 @@ class SearchQuery:
     #: sizes in bytes (RFC 822 size), both exclusive as IMAP's LARGER/SMALLER are
     larger_than: int | None = None
     smaller_than: int | None = None
-    #: keywords already checked to be IMAP atoms (`tools.changes.checked_flag`'s pattern)
+    #: keywords already checked to be IMAP atoms (`permanent_flags.KEYWORD`)
     keyword: str | None = None
     not_keyword: str | None = None
     #: True: only messages with the flag; False: only those without; None: either

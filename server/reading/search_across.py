@@ -1,6 +1,7 @@
 """Searching several mailboxes as one: one exact total, one order, one offset to page with.
 
-The mailboxes are `["*"]` (every selectable mailbox) or names and roles: an entry spelt as a role in lower
+The mailboxes are `["*"]` (every selectable mailbox of the personal namespace: shared and public ones are
+searched only when named) or names and roles: an entry spelt as a role in lower
 case (`"sent"`, `"archive"`, `"drafts"`, `"trash"`, `"junk"`, `"inbox"`, `"all"`, `"flagged"`) is the mailbox
 `mailboxes.mailbox_with_role` finds for it, anything else a mailbox name.
 
@@ -23,7 +24,7 @@ from dataclasses import dataclass
 from typing import get_args
 
 from ..errors import ArgumentError
-from ..imap.mailboxes import Role, list_mailboxes, mailbox_with_role, missing_role_advice
+from ..imap.mailboxes import Namespaces, Role, list_mailboxes, mailbox_with_role, missing_role_advice, namespaces
 from ..imap.pool import Examined, ImapPool, InMailbox
 from ..imap.session import Session
 from .search import SearchPage, SearchQuery, search_page
@@ -45,7 +46,8 @@ def resolved_mailboxes(client: Session, asked: Sequence[str]) -> list[str]:
     if EVERY_MAILBOX in asked:
         if len(asked) > 1:
             raise ArgumentError('mailboxes: "*" means every mailbox; give it alone, or name the mailboxes instead.')
-        names = [found.name for found in list_mailboxes(client) if found.selectable]
+        space = namespaces(client)
+        names = [found.name for found in list_mailboxes(client) if found.selectable and _own(space, found.name)]
     else:
         names = []
         for entry in asked:
@@ -58,6 +60,15 @@ def resolved_mailboxes(client: Session, asked: Sequence[str]) -> list[str]:
             "mailboxes (or roles) to search instead."
         )
     return names
+
+
+def _own(space: Namespaces, name: str) -> bool:
+    """Whether `name` is in the personal namespace: the longest namespace prefix it starts with is the personal one
+    (Dovecot's personal prefix is empty, so every name starts with it, a public one's too)."""
+    if name.upper() == "INBOX":
+        return True
+    prefixes = [prefix.lower() for prefix in space.all_prefixes if name.lower().startswith(prefix.lower())]
+    return bool(prefixes) and max(prefixes, key=len) == space.prefix.lower()
 
 
 def _named(client: Session, entry: str) -> str:

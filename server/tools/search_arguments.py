@@ -74,9 +74,9 @@ Mailboxes = Annotated[
     Field(
         min_length=1,
         max_length=MAX_MAILBOXES,
-        description='Search several mailboxes as one instead of mailbox: ["*"] for every mailbox, or names and '
-        'roles ("inbox", "sent", "drafts", "archive", "trash", "junk", "all", "flagged", in lower case). One '
-        "exact total, one order (by the date received), paged by offset (offset + limit at most 1,000).",
+        description='Search several mailboxes as one instead of mailbox: ["*"] for every mailbox of your own, or '
+        'names and roles ("inbox", "sent", "drafts", "archive", "trash", "junk", "all", "flagged", in lower case). '
+        "One exact total, one order (by the date received), paged by offset (offset + limit at most 1,000).",
     ),
 ]
 GmailQuery = Annotated[
