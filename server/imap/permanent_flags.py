@@ -14,10 +14,13 @@ without PERMANENTFLAGS says nothing, which RFC 3501 and 9051 read as every flag 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 #: in PERMANENTFLAGS: new keywords can be created and are kept
 ANY_NEW_KEYWORD = b"\\*"
+#: an IMAP keyword: an atom without specials (RFC 3501), at most 64 characters
+KEYWORD = re.compile(r"[A-Za-z0-9$_.+\-&']{1,64}")
 #: the system flags set_message_flags sets and clears (`\\Deleted` is delete_messages' own)
 SETTABLE_SYSTEM_FLAGS = ("\\Seen", "\\Flagged", "\\Answered")
 

@@ -33,6 +33,7 @@ from ..imap.session import Session
 from ..imap.uid_sets import expand, size
 from .fence import Fenced
 from .search_cache import OrderCache
+from .search_query import AttachmentMemory, refuse_unsupported, with_attachment_state
 from .summaries import MessageSummary, SummaryCache, describe, seconds
 
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
@@ -73,6 +74,23 @@ class SearchQuery:
     limit: int = 20
     #: more search keys, sent as given (e.g. `UNKEYWORD $Keyword`): only ever this server's own atoms
     extra_keys: tuple[bytes, ...] = ()
+    cc: str | None = None
+    bcc: str | None = None
+    to_or_cc: str | None = None
+    #: sizes in bytes (RFC 822 size), both exclusive as IMAP's LARGER/SMALLER are
+    larger_than: int | None = None
+    smaller_than: int | None = None
+    #: keywords already checked to be IMAP atoms (`permanent_flags.KEYWORD`)
+    keyword: str | None = None
+    not_keyword: str | None = None
+    #: True: only messages with the flag; False: only those without; None: either
+    answered: bool | None = None
+    draft: bool | None = None
+    #: not a search key: matches are filtered by their BODYSTRUCTURE (`search_query.with_attachment_state`)
+    has_attachment: bool | None = None
+    oldest_first: bool = False
+    #: Gmail's own search syntax (X-GM-RAW), only where the server announces X-GM-EXT-1
+    gmail_query: str | None = None
 
     def program(self) -> list[bytes]:
         """The IMAP search keys, each value one string; FROM/TO/SUBJECT/TEXT are substrings, dates INTERNALDATE."""
@@ -80,11 +98,15 @@ class SearchQuery:
         for key, value in (
             ("FROM", self.sender),
             ("TO", self.recipient),
+            ("CC", self.cc),
+            ("BCC", self.bcc),
             ("SUBJECT", self.subject),
             ("TEXT", self.text),
         ):
             if value:
                 keys += [key.encode(), search_string(value)]
+        if self.to_or_cc:
+            keys += [b"OR", b"TO", search_string(self.to_or_cc), b"CC", search_string(self.to_or_cc)]
         if self.since:
             keys += [b"SINCE", imap_date(self.since)]
         if self.before:
@@ -93,21 +115,52 @@ class SearchQuery:
             keys.append(b"UNSEEN")
         if self.flagged_only:
             keys.append(b"FLAGGED")
+        keys += self._flag_and_size_keys()
+        if self.gmail_query:
+            keys += [b"X-GM-RAW", search_string(self.gmail_query)]
         keys += self.extra_keys
         return keys or [b"ALL"]
+
+    def _flag_and_size_keys(self) -> list[bytes]:
+        keys: list[bytes] = []
+        if self.larger_than is not None:
+            keys += [b"LARGER", str(self.larger_than).encode()]
+        if self.smaller_than is not None:
+            keys += [b"SMALLER", str(self.smaller_than).encode()]
+        if self.keyword:
+            keys += [b"KEYWORD", self.keyword.encode("ascii")]
+        if self.not_keyword:  # not UNKEYWORD, which Mailutils (imap4d 3.15) answers by dropping the connection
+            keys += [b"NOT", b"KEYWORD", self.not_keyword.encode("ascii")]
+        for flag, state in ((b"ANSWERED", self.answered), (b"DRAFT", self.draft)):
+            if state is not None:
+                keys.append(flag if state else b"UN" + flag)
+        return keys
 
     @property
     def charset(self) -> str | None:
         """UTF-8 only when a search text needs it: a few servers refuse any CHARSET at all."""
-        texts = (self.sender, self.recipient, self.subject, self.text)
+        texts = (
+            self.sender,
+            self.recipient,
+            self.cc,
+            self.bcc,
+            self.to_or_cc,
+            self.subject,
+            self.text,
+            self.gmail_query,
+        )
         return "UTF-8" if any(t and not t.isascii() for t in texts) else None
 
 
 class SearchPage(Fenced):
-    mailbox: str
+    mailbox: str = Field(description='The mailbox searched; "*" when several were (then see mailboxes).')
+    mailboxes: list[str] = Field(
+        default_factory=list,
+        description="The mailboxes searched, when mailboxes was given (each summary names its own); else empty.",
+    )
     total: int = Field(description="Exact number of messages matching the search.")
     offset: int
-    messages: list[MessageSummary] = Field(description="This page, newest first.")
+    messages: list[MessageSummary] = Field(description="This page, newest first (or oldest first, as asked).")
 
 
 def _keys(query: SearchQuery, within: str | None) -> list[bytes]:
@@ -225,7 +278,18 @@ def newest_first(client: Session, query: SearchQuery, within: str | None = None)
 _FEW_ARRIVALS = 20
 
 #: search keys whose result depends on flags, which change; every other key is about content that never does
-_FLAG_KEYS = (b"UNSEEN", b"FLAGGED")
+#: (X-GM-RAW may ask about labels and read state: taken as changing)
+_FLAG_KEYS = (
+    b"UNSEEN",
+    b"FLAGGED",
+    b"ANSWERED",
+    b"UNANSWERED",
+    b"DRAFT",
+    b"UNDRAFT",
+    b"KEYWORD",
+    b"UNKEYWORD",
+    b"X-GM-RAW",
+)
 
 
 @dataclass(frozen=True)
@@ -302,16 +366,52 @@ def search_page(
     query: SearchQuery,
     cache: OrderCache | None = None,
     summaries: SummaryCache | None = None,
+    attachments: AttachmentMemory | None = None,
 ) -> SearchPage:
-    """One page of `query`'s matches; `cache` may supply the order when the mailbox is unchanged, and
-    `summaries` the parts of the page's summaries that never change."""
-    if cache is None:
-        ordered: Sequence[int] = newest_first(client, query)
-    else:
-        ordered = cache.ordered(examined, LiveSearch(client, query, examined, summaries))
+    """One page of `query`'s matches; `cache` may supply the order when the mailbox is unchanged, `summaries`
+    the parts of the page's summaries that never change, `attachments` which messages have attachments."""
+    ordered = newest_matches(client, examined, query, cache, summaries, attachments)
     return SearchPage(
         mailbox=examined.mailbox,
         total=len(ordered),
         offset=query.offset,
-        messages=summarised_page(client, examined, ordered, query.offset, query.limit, summaries),
+        messages=page_in_order(client, examined, ordered, query, summaries),
     )
+
+
+def newest_matches(
+    client: Session,
+    examined: Examined,
+    query: SearchQuery,
+    cache: OrderCache | None = None,
+    summaries: SummaryCache | None = None,
+    attachments: AttachmentMemory | None = None,
+) -> Sequence[int]:
+    """Every match of `query` in the examined mailbox, newest first (whatever order the query asks pages in)."""
+    refuse_unsupported(client, query.gmail_query)
+    if cache is None:
+        ordered: Sequence[int] = newest_first(client, query)
+    else:
+        ordered = cache.ordered(examined, LiveSearch(client, query, examined, summaries))
+    if query.has_attachment is not None:
+        ordered = with_attachment_state(
+            client, examined, ordered, query.has_attachment, attachments or AttachmentMemory()
+        )
+    return ordered
+
+
+def page_in_order(
+    client: Session, examined: Examined, newest: Sequence[int], query: SearchQuery, summaries: SummaryCache | None
+) -> list[MessageSummary]:
+    """The page `query.offset`/`query.limit` of `newest` (the matches newest first) in the query's order.
+
+    Oldest first is the exact reverse of newest first (INTERNALDATE, equal dates by UID), so its page is the
+    mirror page of the newest-first order, reversed: paging stays gap-free the same way.
+    """
+    if not query.oldest_first:
+        return summarised_page(client, examined, newest, query.offset, query.limit, summaries)
+    stop = len(newest) - query.offset
+    if stop <= 0:
+        return []
+    start = max(stop - query.limit, 0)
+    return summarised_page(client, examined, newest, start, stop - start, summaries)[::-1]

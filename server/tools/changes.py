@@ -7,7 +7,6 @@ kept.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -37,7 +36,7 @@ from ..errors import ArgumentError
 from ..guard import bound_to_the_store
 from ..imap.lookup import MessageSelection
 from ..imap.message_ids import MessageRef, encode_id
-from ..imap.permanent_flags import SETTABLE_SYSTEM_FLAGS
+from ..imap.permanent_flags import KEYWORD, SETTABLE_SYSTEM_FLAGS
 from ..imap.pool import Examined, ImapPool, InMailbox
 from ..imap.session import Session
 from .arguments import (
@@ -88,8 +87,6 @@ Mode = Annotated[Literal["move", "copy"], Field(description="move: remove from t
 SYSTEM_FLAGS = {flag.lower(): flag for flag in SETTABLE_SYSTEM_FLAGS}
 #: the keywords imap-mcp sets for itself (`$ImapMcpListed`: list_new_messages' last look); no tool sets or clears one
 OWN_KEYWORD_PREFIX = "$imapmcp"
-#: an IMAP keyword: an atom without specials (RFC 3501), at most 64 characters
-_KEYWORD = re.compile(r"[A-Za-z0-9$_.+\-&']{1,64}")
 
 
 def checked_flag(raw: str) -> str:
@@ -100,7 +97,7 @@ def checked_flag(raw: str) -> str:
         if raw.lower() not in SYSTEM_FLAGS:
             raise ValueError(f"{raw!r} is not allowed: use \\Seen, \\Flagged, \\Answered or a keyword.")
         return SYSTEM_FLAGS[raw.lower()]
-    if not _KEYWORD.fullmatch(raw):
+    if not KEYWORD.fullmatch(raw):
         raise ValueError(f"{raw!r} is not a valid keyword: use letters, digits and $_.-+&' (at most 64).")
     if raw.lower().startswith(OWN_KEYWORD_PREFIX):
         raise ValueError(f"{raw!r} is one of imap-mcp's own keywords ($ImapMcp…), which no tool sets or clears.")

@@ -30,6 +30,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult
 from pydantic import Field
 
+from ..errors import ArgumentError
 from ..imap.helper_lookups import Looked, look_up, look_up_apart
 from ..imap.lookup import MessageSelection, resolve_one
 from ..imap.message_ids import MessageRef
@@ -45,12 +46,13 @@ from ..reading.lookalikes import SentDomains
 from ..reading.new_messages import NewMessages, list_new
 from ..reading.reader import FetchedMessage, MessageContent, ThreadCount, fetch_message, message_content
 from ..reading.resources import authority
-from ..reading.search import SearchPage, search_page
-from ..reading.search_cache import OrderCache
-from ..reading.summaries import SummaryCache, judged
+from ..reading.search import SearchPage
+from ..reading.search_across import Caches, across
+from ..reading.summaries import judged
 from ..reading.thread_bodies import add_bodies
 from ..reading.threads import DEFAULT_MAX_MESSAGES, MAX_MAX_MESSAGES, Gathered, Memory, Thread, gather, thread_of
 from ..reading.warnings import Judge
+from . import search_arguments as filters
 from .arguments import DeprecatedMailbox, DeprecatedUid, SearchText, checked_search_query, one_ref
 from .attachment_answers import Files, download_files, inline_files
 from .cancellation import noting_cancellation, progress_from_thread
@@ -184,16 +186,17 @@ class ConversationReads:
 
 
 def register_search(mcp: MCPServer, pool: ImapPool, judging: Judging) -> None:
-    order_cache, summary_cache = OrderCache(), SummaryCache()
+    caches = Caches()
 
     @offer(
         mcp,
         "search_messages",
         description=(
-            "Search one mailbox on the server, newest first (by the date the server received each message). "
-            "All given conditions must hold; text conditions are case-insensitive substrings. Returns the exact "
-            "total of matches and one page (offset/limit) of summaries, each with the id to pass to get_message, "
-            "whether the receiving server verified the sender, and warning codes." + FENCED
+            "Search one mailbox on the server, or several as one (mailboxes), newest first (by the date the server "
+            "received each message; order: oldest for the reverse). All given conditions must hold; text "
+            "conditions are case-insensitive substrings. Returns the exact total of matches and one page "
+            "(offset/limit) of summaries, each with the id to pass to get_message, whether the receiving server "
+            "verified the sender, and warning codes." + FENCED
         ),
     )
     @_renamed(**{"from": "sender"})
@@ -203,6 +206,9 @@ def register_search(mcp: MCPServer, pool: ImapPool, judging: Judging) -> None:
         ),
         sender: Annotated[SearchText, Field(alias="from", description="Text in the From header.")] = None,
         to: Annotated[SearchText, Field(description="Text in the To header.")] = None,
+        cc: filters.Cc = None,
+        bcc: filters.Bcc = None,
+        to_or_cc: filters.ToOrCc = None,
         subject: Annotated[SearchText, Field(description="Text in the subject.")] = None,
         text: Annotated[SearchText, Field(description="Text anywhere in the message, headers or body.")] = None,
         since: Annotated[dt.date | None, Field(description="Received on or after this day, YYYY-MM-DD.")] = None,
@@ -211,16 +217,36 @@ def register_search(mcp: MCPServer, pool: ImapPool, judging: Judging) -> None:
         ),
         unread_only: Annotated[bool, Field(description="Only messages not marked read.")] = False,
         flagged_only: Annotated[bool, Field(description="Only flagged (starred) messages.")] = False,
-        offset: Annotated[int, Field(ge=0, description="How many of the newest matches to skip (paging).")] = 0,
+        answered: filters.Answered = None,
+        draft: filters.Draft = None,
+        keyword: filters.Keyword = None,
+        not_keyword: filters.NotKeyword = None,
+        has_attachment: filters.HasAttachment = None,
+        larger_than: filters.LargerThan = None,
+        smaller_than: filters.SmallerThan = None,
+        gmail_query: filters.GmailQuery = None,
+        mailboxes: filters.Mailboxes = None,
+        order: filters.Order = "newest",
+        offset: Annotated[int, Field(ge=0, description="How many of the first matches to skip (paging).")] = 0,
         limit: PageLimit = DEFAULT_PAGE_SIZE,
     ) -> Annotated[CallToolResult, SearchPage]:
-        query = checked_search_query(sender, to, subject, text, since, before, unread_only, flagged_only, offset, limit)
+        if mailboxes is not None and mailbox != "INBOX":
+            raise ArgumentError("Give mailbox or mailboxes, not both: mailboxes searches several as one.")
+        query = filters.with_more_filters(
+            checked_search_query(sender, to, subject, text, since, before, unread_only, flagged_only, offset, limit),
+            filters.More(cc, bcc, to_or_cc, larger_than, smaller_than, keyword, not_keyword, answered, draft),
+            has_attachment=has_attachment,
+            order=order,
+            gmail_query=gmail_query,
+        )
 
         def page_and_sent(client: Session, examined: Examined) -> tuple[SearchPage, bool]:
-            found = search_page(client, examined, query, cache=order_cache, summaries=summary_cache)
-            return found, judging.current_in(client)
+            return caches.page(client, examined, query), judging.current_in(client)
 
-        page, current = await read(pool, mailbox, page_and_sent)
+        if mailboxes is None:
+            page, current = await read(pool, mailbox, page_and_sent)
+        else:
+            page, current = await across(pool, mailboxes, query, caches), await pool.run(judging.current_in)
         judge = await judging.judge(pool, current)
         judged(page.messages, judge)
         return fenced_result(page.model_copy(update={"notes": list(judge.notes)}))
