@@ -14,13 +14,12 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from email.message import EmailMessage
 from typing import Any
 
 import httpx2
 import pytest
 from gateway.fastmcp_proxy import PINNED_VERSION, installed_version, run_proxy
-from harness import Account, Person, append_message, http_server, message_ids, seeded_account, structured
+from harness import Account, Person, fresh_message, http_server, message_ids, seeded_account, structured
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from smtp_capture import SENDER, CaptureSMTP
@@ -79,15 +78,6 @@ async def direct_client(deployment: Deployment) -> AsyncIterator[Client]:
         Client(streamable_http_client(deployment.upstream, http_client=http), mode="2026-07-28") as client,
     ):
         yield client
-
-
-def fresh_message(account: Account, subject: str) -> str:
-    """A new message in INBOX of this test's own; returns its id."""
-    message = EmailMessage()
-    message["From"], message["To"], message["Subject"] = "sender@example.org", account.username, subject
-    message.set_content("A message for the proxy test.\n")
-    uid = append_message(account, bytes(message))
-    return next(i for i in message_ids(account, "INBOX") if i.endswith(f".{uid}"))
 
 
 async def test_the_pinned_proxy_lists_every_tool_with_its_hints(deployment: Deployment) -> None:
