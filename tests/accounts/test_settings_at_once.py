@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from imap_mcp.server.accounts.built import load_max_built
 from imap_mcp.server.accounts.loading import is_secret_file_key, load_accounts
 from imap_mcp.server.accounts.policy import load_policy
 from imap_mcp.server.accounts.pools import load_max_connections
@@ -147,7 +148,7 @@ class Looked(Mapping[str, str]):
 def test_every_setting_the_code_looks_up_is_a_known_setting(env: dict[str, str]) -> None:
     """So that no setting misses its "did you mean", and the README's table can list them all."""
     looked = Looked(env)
-    for loader in (load_settings, load_policy, load_http_settings, load_max_connections):
+    for loader in (load_settings, load_policy, load_http_settings, load_max_connections, load_max_built):
         with contextlib.suppress(ConfigError):
             loader(looked)
     ours = {key for key in looked.looked if key.startswith(("IMAP_", "SMTP_", "ELICITATION"))}
