@@ -441,6 +441,9 @@ def main() -> None:
         "--baseline-rounds", type=int, default=30, help="rounds on one account alone, and on the fleet, before the load"
     )
     parser.add_argument("--store", choices=("postgresql", "sqlite"), default="postgresql")
+    parser.add_argument(
+        "--max-built", type=int, default=None, help="IMAP_MCP_MAX_BUILT_ACCOUNTS of the replicas (default: theirs)"
+    )
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="many-accounts."))
     figures: dict[str, Any] = {"accounts": args.accounts, "callers": args.callers, "seconds": args.seconds}
@@ -464,6 +467,8 @@ def main() -> None:
             store_url = stack.enter_context(store_of(args.store, work))
             store_key = secrets.token_urlsafe(32)
             env = environment(dovecot, accounts_file, store_url, store_key)
+            if args.max_built is not None:
+                env["IMAP_MCP_MAX_BUILT_ACCOUNTS"] = str(args.max_built)
             store = Store(store_url)
 
             # watchers first, holding nothing: their memory before any account

@@ -27,9 +27,11 @@ EPHEMERAL_KEY_LINE = (
 )
 
 
-def build_guard(settings: Settings, principal: PrincipalHook = authenticated_principal) -> Guard:
-    """The guard for `settings`: the configured key ring, or a random one for this process."""
-    ring = KeyRing([k.reveal() for k in settings.seal_keys]) if settings.seal_keys else KeyRing.random()
+def build_guard(
+    settings: Settings, principal: PrincipalHook = authenticated_principal, unset_ring: KeyRing | None = None
+) -> Guard:
+    """The guard for `settings`: the configured key ring, or else `unset_ring` (default: a new random one)."""
+    ring = KeyRing([k.reveal() for k in settings.seal_keys]) if settings.seal_keys else unset_ring or KeyRing.random()
     return Guard(ring, elicitation=settings.elicitation, principal=principal)
 
 

@@ -557,6 +557,15 @@ def message_ids(account: Account, mailbox: str) -> list[str]:
         client.logout()
 
 
+def fresh_message(account: Account, subject: str) -> str:
+    """A new message in the account's INBOX, for one test alone; returns its id."""
+    message = EmailMessage()
+    message["From"], message["To"], message["Subject"] = "sender@example.org", account.username, subject
+    message.set_content("A message of its own for one test.\n")
+    uid = append_message(account, bytes(message))
+    return next(i for i in message_ids(account, "INBOX") if i.endswith(f".{uid}"))
+
+
 @dataclass
 class Person:
     """An elicitation callback: records every dialog it is shown and answers as told."""

@@ -5,7 +5,10 @@ through a virtual server; the SDK client talks to the virtual server's `/mcp` in
 gateway runs in both of its upstream modes: `auto` (it speaks to imap-mcp in the era it
 negotiates) and `legacy` (2025-11-25 upstream sessions whatever its own client speaks — the mode
 in which it copies a 2026-07-28 client's `_meta` keys into the 2025-11-25 session requests).
-Its upstream client declares no elicitation capability, so guarded tools take the two-call token.
+Its upstream client declares no elicitation capability, so guarded tools take the two-call token in
+every mode and era: its `input_required` relay (1.1.0 passes `inputResponses` and `requestState` through
+for 2026-07-28 clients) is never reached, because imap-mcp asks by dialog only a caller that says it can
+show one. What the token path does is counted where it lands: at the SMTP listener and the IMAP server.
 """
 
 from __future__ import annotations
@@ -13,16 +16,26 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from email.message import EmailMessage
 from typing import Any
 
 import httpx2
 import pytest
 from gateway.contextforge import PINNED_VERSION, Gateway, run_gateway
-from harness import Account, Person, append_message, http_server, message_ids, seeded_account, served, structured
+from harness import (
+    Account,
+    Person,
+    fresh_message,
+    http_server,
+    message_ids,
+    seeded_account,
+    served,
+    structured,
+)
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from smtp_capture import SENDER, CaptureSMTP
 
+from imap_mcp.server.config import load_settings
 from imap_mcp.server.demo.dovecot import Dovecot
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.xdist_group("contextforge")]
@@ -30,13 +43,17 @@ pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.xdist_group("cont
 UPSTREAM_TOKEN = "contextforge-to-imap-mcp-token-7a41"
 ERAS = ("legacy", "2026-07-28")
 PREFIX = "imap-"
+MESSAGE = {"to": ["friend@example.net"], "subject": "Through the gateway", "body": "Sent with the token.\n"}
 
 
 @dataclass(frozen=True)
 class Deployment:
-    """imap-mcp behind one running gateway: the account, the virtual server's MCP URL, the admin token."""
+    """imap-mcp behind one running gateway: the account, its SMTP listener and settings, the virtual server's
+    MCP URL, the admin token."""
 
     account: Account
+    smtp: CaptureSMTP
+    env: dict[str, str]
     gateway: Gateway
     mcp_url: str
     tools: dict[str, dict[str, Any]]
@@ -53,11 +70,15 @@ def deployment(
 ) -> Iterator[Deployment]:
     home = tmp_path_factory.mktemp(f"contextforge-{request.param}")
     account = seeded_account(dovecot)
-    env = account.env(IMAP_MCP_AUTH_TOKENS=UPSTREAM_TOKEN)
-    with http_server(env, log_path=home / "imap-mcp.log") as url, run_gateway(home, request.param) as gateway:
-        tools = gateway.register("imap", url, UPSTREAM_TOKEN)
-        mcp_url = gateway.virtual_server("mail", [tool["id"] for tool in tools])
-        yield Deployment(account, gateway, mcp_url, {tool["name"]: tool for tool in tools})
+    with CaptureSMTP(auth=(account.username, account.password)) as smtp:
+        env = account.env(**smtp.env(), SMTP_FROM=SENDER, IMAP_MCP_AUTH_TOKENS=UPSTREAM_TOKEN)
+        with (
+            http_server(env, log_path=home / "imap-mcp.log") as url,
+            run_gateway(home, request.param) as gateway,
+        ):
+            tools = gateway.register("imap", url, UPSTREAM_TOKEN)
+            mcp_url = gateway.virtual_server("mail", [tool["id"] for tool in tools])
+            yield Deployment(account, smtp, env, gateway, mcp_url, {tool["name"]: tool for tool in tools})
 
 
 @asynccontextmanager
@@ -72,18 +93,9 @@ async def gateway_client(deployment: Deployment, era: str, person: Person | None
         yield client
 
 
-def fresh_message(account: Account, subject: str) -> str:
-    """A new message in INBOX of this test's own; returns its id."""
-    message = EmailMessage()
-    message["From"], message["To"], message["Subject"] = "sender@example.org", account.username, subject
-    message.set_content("A message for the gateway test.\n")
-    uid = append_message(account, bytes(message))
-    return next(i for i in message_ids(account, "INBOX") if i.endswith(f".{uid}"))
-
-
 async def test_the_pinned_gateway_lists_every_tool_with_its_schemas(deployment: Deployment) -> None:
     assert deployment.gateway.api("GET", "/version")["app"]["version"] == PINNED_VERSION
-    async with served(deployment.account, mode="legacy") as direct:
+    async with served(load_settings(deployment.env), mode="legacy") as direct:
         own = {t.name: t for t in (await direct.list_tools()).tools}
     for era in ERAS:
         async with gateway_client(deployment, era) as client:
@@ -140,3 +152,20 @@ async def test_a_dialog_does_not_reach_the_person_today(deployment: Deployment) 
         assert pending["status"] == "confirmation_required", era
     assert person.shown == []
     assert victim in message_ids(deployment.account, "INBOX")
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_send_through_the_gateway_leaves_once_with_its_token(deployment: Deployment, era: str) -> None:
+    """Counted at the SMTP listener: nothing after the first call, one message after the token, none more when
+    the same call and token come again."""
+    smtp, before = deployment.smtp, len(deployment.smtp.messages)
+    message = {**MESSAGE, "subject": f"gateway send {era}"}
+    async with gateway_client(deployment, era, Person()) as client:
+        pending = structured(await client.call_tool(gateway_name("send_message"), message))
+        unsent = len(smtp.messages) - before
+        confirmed = {**message, "confirm_token": pending["confirm_token"]}
+        sent = structured(await client.call_tool(gateway_name("send_message"), confirmed))
+        await client.call_tool(gateway_name("send_message"), confirmed)
+    assert pending["status"] == "confirmation_required" and unsent == 0
+    assert sent["status"] == "sent" and sent["approved_by"] == "token"
+    assert [m["Subject"] for m in smtp.messages[before:]] == [message["subject"]]

@@ -12,62 +12,25 @@ anew: a new app and pool, the old ones stopped; a change of its tokens alone kee
 
 An account's app is built on its first request (building one registers every tool: a tenth of a
 second or more, and most of a megabyte, paid only for the accounts in use), and runs its lifespan
-(the SDK's request handling) until the account goes or the server stops.
+(the SDK's request handling) until the account goes, the server stops, or it is evicted to keep at
+most `IMAP_MCP_MAX_BUILT_ACCOUNTS` apps built (`built`).
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import signal
 from collections.abc import Callable
 
 import anyio
 import anyio.abc
 import anyio.to_thread
-from starlette.applications import Starlette
 from starlette.types import Receive, Scope, Send
 
 from ..accounts.loading import Account, Accounts
-from ..imap.pool import ImapPool
+from .built import DEFAULT_MAX_BUILT, BuiltApps, ServedAccount
 from .http_access import Tokens, principal_for_token, principal_of_scope, respond_unauthorized
 from .reloading import RELOAD_POLL, AccountsFile
-
-#: an account's app, built for its account and pool
-Build = Callable[[Account, ImapPool], Starlette]
-
-
-class ServedAccount:
-    """One account of the router: its pool from the start, its app from its first request until `stop`."""
-
-    def __init__(self, account: Account, pool: ImapPool, build: Build) -> None:
-        self.account = account
-        self.pool = pool
-        self._build = build
-        self._app: Starlette | None = None
-        self._building = anyio.Lock()
-        self._stopped = anyio.Event()
-
-    async def app(self, group: anyio.abc.TaskGroup) -> Starlette | None:
-        """The account's app, its lifespan running (in `group`); None once stopped."""
-        async with self._building:
-            if self._app is None and not self._stopped.is_set():
-                app = await anyio.to_thread.run_sync(self._build, self.account, self.pool)
-                await group.start(self._run, app)
-                self._app = app
-        return None if self._stopped.is_set() else self._app
-
-    async def _run(self, app: Starlette, *, task_status: anyio.abc.TaskStatus[None]) -> None:
-        async with app.router.lifespan_context(app):
-            task_status.started()
-            await self._stopped.wait()
-
-    def stop(self) -> None:
-        self._stopped.set()
-
-    def same_mailbox_and_policy(self, account: Account) -> bool:
-        """Whether `account` differs from this one at most in its tokens."""
-        return dataclasses.replace(account, auth_tokens=()) == dataclasses.replace(self.account, auth_tokens=())
 
 
 class AccountRouter:
@@ -82,6 +45,7 @@ class AccountRouter:
         tokens: Tokens,
         serve: Callable[[Account], ServedAccount],
         reloading: AccountsFile | None = None,
+        max_built: int = DEFAULT_MAX_BUILT,
     ) -> None:
         self._initial = accounts
         self._tokens = tokens
@@ -89,6 +53,7 @@ class AccountRouter:
         self._reloading = reloading
         self._served: dict[str, ServedAccount] = {}
         self._by_principal: dict[str, ServedAccount] = {}
+        self._built = BuiltApps(max_built)
         self._group: anyio.abc.TaskGroup | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -96,12 +61,19 @@ class AccountRouter:
             await self._lifespan(receive, send)
             return
         served = self._by_principal.get(principal_of_scope(scope) or "")
-        app = await served.app(self._group) if served is not None and self._group is not None else None
-        if app is None:
-            if scope["type"] == "http":
-                await respond_unauthorized(send)
+        if served is None or self._group is None:
+            await self._refuse(scope, send)
             return
-        await app(scope, receive, send)
+        async with self._built.app_of(served, self._group) as app:
+            if app is None:
+                await self._refuse(scope, send)
+                return
+            await app(scope, receive, send)
+
+    @staticmethod
+    async def _refuse(scope: Scope, send: Send) -> None:
+        if scope["type"] == "http":
+            await respond_unauthorized(send)
 
     def apply(self, accounts: Accounts) -> None:
         """Serve `accounts` from now on (see the module's docstring); call it on the event loop."""
@@ -124,6 +96,7 @@ class AccountRouter:
     def _retire(self, served: ServedAccount) -> None:
         """Stop the account's app and close its connections (idle ones now, one in use as its operation ends)."""
         served.stop()
+        self._built.forget(served)
         if self._group is not None:
             self._group.start_soon(anyio.to_thread.run_sync, served.pool.close_all)
 

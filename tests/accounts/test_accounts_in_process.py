@@ -1,5 +1,6 @@
 """Account routing and the accounts reload in this process: the fast lane's guard of two promises that
-`test_accounts_serving` and `test_accounts_reload` (marked slow: they start `imap-mcp serve`) show end to end.
+`test_accounts_serving` and `test_accounts_reload` (marked slow: they start `imap-mcp serve`) show end to end;
+and the bound on built apps (`IMAP_MCP_MAX_BUILT_ACCOUNTS`, `serving.built`).
 
 The app is the one `imap-mcp serve` runs with an accounts file (`accounts_http_app`), driven over ASGI with its
 lifespan running; its mailboxes are real Dovecot users.
@@ -8,73 +9,44 @@ lifespan running; its mailboxes are real Dovecot users.
 from __future__ import annotations
 
 import contextlib
-import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import anyio
 import httpx
 import pytest
-from harness import ALICE_TOKEN, BOB_TOKEN, accounts_env, new_account
-from starlette.types import ASGIApp, Message
+from asgi_serving import call, result_of, serving
+from harness import (
+    ALICE_TOKEN,
+    BOB_TOKEN,
+    Account,
+    accounts_env,
+    fresh_message,
+    message_ids,
+    new_account,
+)
+from mcp.server.mcpserver import MCPServer
+from starlette.applications import Starlette
 
+from imap_mcp.server.accounts.loading import Account as FileAccount
 from imap_mcp.server.accounts.loading import load_accounts
 from imap_mcp.server.demo.dovecot import Dovecot
+from imap_mcp.server.imap.pool import ImapPool
 from imap_mcp.server.serving import account_routing as routing
-from imap_mcp.server.serving.accounts import accounts_http_app
+from imap_mcp.server.serving import accounts as serving_module
+from imap_mcp.server.serving.built import DEFAULT_MAX_BUILT, BuiltApps, ServedAccount, load_max_built
+from imap_mcp.server.serving.http_access import HttpSettings
+from imap_mcp.server.serving.transports import sdk_http_app
+from imap_mcp.server.setting_values import ConfigError
 
 pytestmark = pytest.mark.anyio
 
-VERSION = "2026-07-28"
-
-
-@contextlib.asynccontextmanager
-async def serving(env: dict[str, str]) -> AsyncIterator[httpx.AsyncClient]:
-    """The accounts app of `env`, its lifespan started (and ended after), and a client of it."""
-    app = accounts_http_app(load_accounts(env), env)
-    to_app, from_test = anyio.create_memory_object_stream[Message](4)
-    started, stopped = anyio.Event(), anyio.Event()
-
-    async def send(message: Message) -> None:
-        {"lifespan.startup.complete": started, "lifespan.shutdown.complete": stopped}[message["type"]].set()
-
-    async with anyio.create_task_group() as group, to_app, from_test:
-        group.start_soon(run_lifespan, app, from_test.receive, send)
-        await to_app.send({"type": "lifespan.startup"})
-        await started.wait()
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:9", timeout=30) as client:
-            yield client
-        await to_app.send({"type": "lifespan.shutdown"})
-        await stopped.wait()
-
-
-async def run_lifespan(app: ASGIApp, receive: Callable[[], Any], send: Callable[[Message], Any]) -> None:
-    await app({"type": "lifespan", "asgi": {"version": "3.0"}, "state": {}}, receive, send)
-
-
-async def call(client: httpx.AsyncClient, token: str, tool: str) -> httpx.Response:
-    """A 2026-07-28 tools/call of `tool` without arguments, sent with `token`."""
-    meta = {"io.modelcontextprotocol/protocolVersion": VERSION, "io.modelcontextprotocol/clientCapabilities": {}}
-    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool, "arguments": {}, "_meta": meta}}
-    headers = {
-        "accept": "application/json, text/event-stream",
-        "authorization": f"Bearer {token}",
-        "mcp-protocol-version": VERSION,
-        "mcp-method": "tools/call",
-        "mcp-name": tool,
-    }
-    return await client.post("/mcp", headers=headers, json=body)
-
 
 def structured(response: httpx.Response) -> dict[str, Any]:
-    """The tool result's structured content, from a JSON or an event-stream answer."""
-    assert response.status_code == 200, response.text
-    text = response.text
-    if response.headers.get("content-type", "").startswith("text/event-stream"):
-        text = next(line[5:] for line in text.splitlines() if line.startswith("data:"))
-    found: dict[str, Any] = json.loads(text)["result"]["structuredContent"]
+    """The tool result's structured content."""
+    found: dict[str, Any] = result_of(response)["structuredContent"]
     return found
 
 
@@ -110,3 +82,142 @@ async def test_a_reload_refuses_a_removed_accounts_token_and_serves_the_others(
     assert before == ("alice", alice.username)
     assert refused.status_code == 401 and ALICE_TOKEN not in refused.text
     assert still == ("bob", bob.username)
+
+
+# --- the bound on built apps ------------------------------------------------------------------------------
+
+
+@dataclass
+class Lifespans:
+    """The account apps the server built, and how many of them ran their lifespan at once, at most."""
+
+    built: int = 0
+    running: int = 0
+    most: int = 0
+
+
+def count_lifespans(monkeypatch: pytest.MonkeyPatch) -> Lifespans:
+    """Counts every account app `accounts_http_app` builds, and its lifespan while it runs."""
+    seen = Lifespans()
+
+    def counted(mcp: MCPServer, settings: HttpSettings) -> Starlette:
+        app = sdk_http_app(mcp, settings)
+        inner = app.router.lifespan_context
+
+        @contextlib.asynccontextmanager
+        async def lifespan(app: Starlette) -> AsyncIterator[Any]:
+            seen.running += 1
+            seen.most = max(seen.most, seen.running)
+            try:
+                async with inner(app) as state:
+                    yield state
+            finally:
+                seen.running -= 1
+
+        app.router.lifespan_context = lifespan
+        seen.built += 1
+        return app
+
+    monkeypatch.setattr(serving_module, "sdk_http_app", counted)
+    return seen
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "many", "1.5"])
+def test_a_bad_bound_on_built_apps_is_refused_by_name(value: str) -> None:
+    with pytest.raises(ConfigError, match=f"^IMAP_MCP_MAX_BUILT_ACCOUNTS={value!r} is not valid: use the number"):
+        load_max_built({"IMAP_MCP_MAX_BUILT_ACCOUNTS": value})
+    assert load_max_built({}) == DEFAULT_MAX_BUILT and load_max_built({"IMAP_MCP_MAX_BUILT_ACCOUNTS": " 7 "}) == 7
+
+
+def token_of(index: int) -> str:
+    return f"account-{index}-token-0123456789abcdef"
+
+
+def many_accounts_env(tmp_path: Path, accounts: list[Account], **extra: str) -> dict[str, str]:
+    """The environment of a server for `accounts` (the i-th reached with `token_of(i)`), plus `extra`."""
+    path = tmp_path / "accounts.toml"
+    path.write_text(
+        "".join(
+            f'[accounts.a{i}]\nauth_tokens = ["{token_of(i)}"]\nIMAP_USERNAME = "{account.username}"\n'
+            for i, account in enumerate(accounts)
+        )
+    )
+    path.chmod(0o600)
+    env = accounts[0].env()
+    del env["IMAP_USERNAME"]
+    return {**env, "IMAP_MCP_ACCOUNTS_FILE": str(path), **extra}
+
+
+async def test_more_accounts_than_the_cap_are_served_in_turn_with_at_most_the_cap_built(
+    dovecot: Dovecot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lifespans = count_lifespans(monkeypatch)
+    accounts = [new_account(dovecot) for _ in range(3)]
+    async with serving(many_accounts_env(tmp_path, accounts, IMAP_MCP_MAX_BUILT_ACCOUNTS="2")) as client:
+        reached = [(await account_reached(client, token_of(i)))[1] for i in (0, 1, 2, 0, 1, 2)]
+        # the least recently used goes: 2 then 1 were used last, so 0 comes back and 1 stays built
+        again = [(await account_reached(client, token_of(i)))[1] for i in (1, 2)]
+    assert reached == [account.username for account in accounts * 2]
+    assert again == [accounts[1].username, accounts[2].username]
+    assert lifespans.most == 2 and lifespans.built == 6 and lifespans.running == 0
+
+
+def served_without_mail(account: FileAccount) -> ServedAccount:
+    """The account served by an empty app: what is built does not matter here, only when."""
+    return ServedAccount(account, lambda: ImapPool(account.settings.imap), lambda *_: Starlette())
+
+
+async def test_an_app_with_a_request_running_is_never_evicted(dovecot: Dovecot, tmp_path: Path) -> None:
+    """With room for one app, a request for another account waits until the running one ends; then the idle app
+    goes."""
+    alice, bob = load_accounts(accounts_env(tmp_path, new_account(dovecot), new_account(dovecot))).accounts
+    first, second = served_without_mail(alice), served_without_mail(bob)
+    built = BuiltApps(cap=1)
+    events: list[str] = []
+    release = anyio.Event()
+    async with anyio.create_task_group() as lifespans:
+
+        async def first_request(*, task_status: anyio.abc.TaskStatus[None]) -> None:
+            async with built.app_of(first, lifespans) as app:
+                assert app is not None
+                task_status.started()
+                await release.wait()
+                events.append("first's request ended")
+
+        async def second_request() -> None:
+            async with built.app_of(second, lifespans) as app:
+                assert app is not None
+                events.append(f"second served; first built: {first.built}")
+
+        async with anyio.create_task_group() as requests:
+            await requests.start(first_request)
+            requests.start_soon(second_request)
+            await anyio.wait_all_tasks_blocked()
+            waiting = (first.built, second.built, list(events))
+            release.set()
+        first.stop()
+        second.stop()
+    assert waiting == (True, False, [])
+    assert events == ["first's request ended", "second served; first built: False"]
+
+
+async def test_an_evicted_accounts_pending_answer_runs_once_on_its_rebuilt_app(
+    dovecot: Dovecot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The question was sealed by alice's first app; bob's request evicts it; the answer reaches a new app and
+    runs, once."""
+    lifespans = count_lifespans(monkeypatch)
+    alice, bob = new_account(dovecot), new_account(dovecot)
+    victim = fresh_message(alice, "evicted while asking")
+    env = {**accounts_env(tmp_path, alice, bob), "IMAP_MCP_MAX_BUILT_ACCOUNTS": "1"}
+    dialog: dict[str, Any] = {"elicitation": {"form": {}}}
+    async with serving(env) as client:
+        asked = result_of(await call(client, ALICE_TOKEN, "delete_messages", {"ids": [victim]}, dialog))
+        await account_reached(client, BOB_TOKEN)
+        answers = {key: {"action": "accept", "content": {"approve": True}} for key in asked["inputRequests"]}
+        answer = {"inputResponses": answers, "requestState": asked["requestState"]}
+        done = structured(await call(client, ALICE_TOKEN, "delete_messages", {"ids": [victim]}, dialog, **answer))
+        await call(client, ALICE_TOKEN, "delete_messages", {"ids": [victim]}, dialog, **answer)
+    assert asked["resultType"] == "input_required" and lifespans.built == 3
+    assert done["status"] == "done" and done["ids"] == [victim]
+    assert victim not in message_ids(alice, "INBOX") and len(message_ids(alice, "Trash")) == 1

@@ -16,6 +16,7 @@ import pytest
 from imap_mcp.server.accounts.loading import is_secret_file_key, load_accounts
 from imap_mcp.server.accounts.pools import load_max_connections
 from imap_mcp.server.config import KNOWN_SETTINGS, load_settings
+from imap_mcp.server.serving.built import load_max_built
 from imap_mcp.server.serving.http_access import load_http_settings
 from imap_mcp.server.setting_values import ConfigError
 from imap_mcp.server.tools.policy import load_policy
@@ -148,7 +149,7 @@ class Looked(Mapping[str, str]):
 def test_every_setting_the_code_looks_up_is_a_known_setting(env: dict[str, str]) -> None:
     """So that no setting misses its "did you mean", and the README's table can list them all."""
     looked = Looked(env)
-    for loader in (load_settings, load_policy, load_http_settings, load_max_connections):
+    for loader in (load_settings, load_policy, load_http_settings, load_max_connections, load_max_built):
         with contextlib.suppress(ConfigError):
             loader(looked)
     ours = {key for key in looked.looked if key.startswith(("IMAP_", "SMTP_", "ELICITATION"))}

@@ -18,7 +18,6 @@ server (`POST /servers`); MCP clients then use `/servers/<id>/mcp`, where the to
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import glob
 import os
 import shutil
@@ -31,7 +30,7 @@ from typing import Any
 
 import httpx
 import pytest
-from pinned_cache import is_done, mark_done, pinned_dir
+from pinned_cache import install_venv, pinned_dir
 
 HERE = Path(__file__).parent
 REQUIREMENTS = HERE / "contextforge-requirements.txt"
@@ -74,23 +73,7 @@ def find_python() -> str:
 
 def install_gateway() -> None:
     """The pinned gateway in its own venv, installed when missing (a changed pinned list is another `INSTALL`)."""
-    INSTALL.parent.mkdir(parents=True, exist_ok=True)
-    with (INSTALL.parent / f"{INSTALL.name}.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if is_done(INSTALL) and GATEWAY.exists():
-            return
-        shutil.rmtree(INSTALL, ignore_errors=True)
-        INSTALL.mkdir()
-        steps = [
-            [find_python(), "-m", "venv", str(VENV)],
-            [str(VENV / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-             "-r", str(REQUIREMENTS)],
-        ]  # fmt: skip
-        for step in steps:
-            done = subprocess.run(step, capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S, check=False)
-            if done.returncode != 0:
-                pytest.fail(f"installing ContextForge failed at {step[:3]}: {done.stdout[-2000:]}{done.stderr[-2000:]}")
-        mark_done(INSTALL)
+    install_venv(INSTALL, REQUIREMENTS, find_python, INSTALL_TIMEOUT_S)
 
 
 @dataclass
