@@ -7,6 +7,7 @@ settings
 
 from __future__ import annotations
 
+import difflib
 import ipaddress
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -163,3 +164,84 @@ def key_list(env: Mapping[str, str], name: str = "IMAP_MCP_SEAL_KEYS") -> tuple[
                 f"{name} key {position} repeats an earlier key: list each key once (first seals, every one opens)."
             )
     return tuple(Secret(k) for k in keys)
+
+
+KNOWN_SETTINGS = frozenset(
+    {
+        "ELICITATION",
+        "IMAP_ALLOW_EXECUTABLE_ATTACHMENTS",
+        "IMAP_AUTH",
+        "IMAP_CA_FILE",
+        "IMAP_DOWNLOAD_DIR",
+        "IMAP_MAX_ATTACHMENT_BYTES",
+        "IMAP_HOST",
+        "IMAP_MAILBOX_ARCHIVE",
+        "IMAP_MAILBOX_DRAFTS",
+        "IMAP_MAILBOX_JUNK",
+        "IMAP_MAILBOX_SENT",
+        "IMAP_MAILBOX_TRASH",
+        "IMAP_MCP_ACCOUNTS_FILE",
+        "IMAP_MCP_ALLOWED_HOSTS",
+        "IMAP_MCP_ALLOW_UNAUTHENTICATED",
+        "IMAP_MCP_AUTH_TOKENS",
+        "IMAP_MCP_DIALOG_TIMEZONE",
+        "IMAP_MCP_DISABLE_TOOLS",
+        "IMAP_MCP_LEGACY_HTTP",
+        "IMAP_MCP_MAX_BUILT_ACCOUNTS",
+        "IMAP_MCP_MAX_CONNECTIONS",
+        "IMAP_MCP_READ_ONLY",
+        "IMAP_MCP_SEAL_KEYS",
+        "IMAP_MCP_SEND_ALLOW",
+        "IMAP_MCP_SEND_CONFIRM_NEW",
+        "IMAP_MCP_SEND_MAX_RECIPIENTS",
+        "IMAP_MCP_SPEC_FIXTURES",
+        "IMAP_MCP_STORE",
+        "IMAP_MCP_STORE_KEYS",
+        "IMAP_MCP_TOOLS",
+        "IMAP_MCP_WEBHOOKS",
+        "IMAP_MCP_WEBHOOK_MAX_EVENTS",
+        "IMAP_MCP_WEBHOOK_MAX_EVENTS_CEILING",
+        "IMAP_MCP_WEBHOOK_RETENTION",
+        "IMAP_MCP_WEBHOOK_RETENTION_CEILING",
+        "IMAP_MCP_WEBHOOK_RETRY_INTERVAL",
+        "IMAP_OAUTH_AUTH_URL",
+        "IMAP_OAUTH_CLIENT_AUTH",
+        "IMAP_OAUTH_CLIENT_ID",
+        "IMAP_OAUTH_CLIENT_SECRET",
+        "IMAP_OAUTH_DEVICE_URL",
+        "IMAP_OAUTH_MECHANISM",
+        "IMAP_OAUTH_PROVIDER",
+        "IMAP_OAUTH_REFRESH_TOKEN",
+        "IMAP_OAUTH_SCOPE",
+        "IMAP_OAUTH_TENANT",
+        "IMAP_OAUTH_TOKEN_FILE",
+        "IMAP_OAUTH_TOKEN_URL",
+        "IMAP_UPLOAD_DIR",
+        "IMAP_PASSWORD",
+        "IMAP_PORT",
+        "IMAP_TIMEOUT",
+        "IMAP_TLS",
+        "IMAP_TRUSTED_AUTHSERV_ID",
+        "IMAP_USERNAME",
+        "SMTP_AUTH",
+        "SMTP_CA_FILE",
+        "SMTP_FROM",
+        "SMTP_MAX_MESSAGE_BYTES",
+        "SMTP_HOST",
+        "SMTP_PASSWORD",
+        "SMTP_PORT",
+        "SMTP_SIGNATURE",
+        "SMTP_SIGNATURE_FILE",
+        "SMTP_TIMEOUT",
+        "SMTP_TLS",
+        "SMTP_USERNAME",
+    }
+)
+#: the names of imap-mcp's settings start so; another name so made is looked at for a misspelling
+SETTING_PREFIXES = ("IMAP_", "SMTP_", "ELICITATION")
+
+
+def did_you_mean(name: str) -> str | None:
+    """The setting `name` is most likely a misspelling of, or None."""
+    close = difflib.get_close_matches(name, KNOWN_SETTINGS, n=1, cutoff=0.8)
+    return close[0] if close else None

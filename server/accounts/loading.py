@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from ..config import KNOWN_SETTINGS, MIN_TOKEN_LENGTH, SETTING_PREFIXES, Settings, did_you_mean, load_settings
-from ..setting_values import ConfigError, Secret
+from ..config import MIN_TOKEN_LENGTH, Settings, load_settings
+from ..setting_values import KNOWN_SETTINGS, SETTING_PREFIXES, ConfigError, Secret, did_you_mean
 from ..tools.policy import ToolPolicy, load_policy
 
 T = TypeVar("T")

@@ -15,10 +15,10 @@ import pytest
 
 from imap_mcp.server.accounts.loading import is_secret_file_key, load_accounts
 from imap_mcp.server.accounts.pools import load_max_connections
-from imap_mcp.server.config import KNOWN_SETTINGS, load_settings
+from imap_mcp.server.config import load_settings
 from imap_mcp.server.serving.built import load_max_built
 from imap_mcp.server.serving.http_access import load_http_settings
-from imap_mcp.server.setting_values import ConfigError
+from imap_mcp.server.setting_values import KNOWN_SETTINGS, ConfigError
 from imap_mcp.server.tools.policy import load_policy
 
 ROOT = Path(__file__).resolve().parents[2]
