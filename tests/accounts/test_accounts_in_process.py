@@ -8,16 +8,14 @@ lifespan running; its mailboxes are real Dovecot users.
 from __future__ import annotations
 
 import contextlib
-import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import anyio
 import httpx
 import pytest
 from harness import ALICE_TOKEN, BOB_TOKEN, accounts_env, new_account
-from starlette.types import ASGIApp, Message
+from in_process import call, serving_app, structured
 
 from imap_mcp.server.accounts import routing
 from imap_mcp.server.accounts.loading import load_accounts
@@ -26,56 +24,12 @@ from imap_mcp.server.demo.dovecot import Dovecot
 
 pytestmark = pytest.mark.anyio
 
-VERSION = "2026-07-28"
-
 
 @contextlib.asynccontextmanager
 async def serving(env: dict[str, str]) -> AsyncIterator[httpx.AsyncClient]:
     """The accounts app of `env`, its lifespan started (and ended after), and a client of it."""
-    app = accounts_http_app(load_accounts(env), env)
-    to_app, from_test = anyio.create_memory_object_stream[Message](4)
-    started, stopped = anyio.Event(), anyio.Event()
-
-    async def send(message: Message) -> None:
-        {"lifespan.startup.complete": started, "lifespan.shutdown.complete": stopped}[message["type"]].set()
-
-    async with anyio.create_task_group() as group, to_app, from_test:
-        group.start_soon(run_lifespan, app, from_test.receive, send)
-        await to_app.send({"type": "lifespan.startup"})
-        await started.wait()
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:9", timeout=30) as client:
-            yield client
-        await to_app.send({"type": "lifespan.shutdown"})
-        await stopped.wait()
-
-
-async def run_lifespan(app: ASGIApp, receive: Callable[[], Any], send: Callable[[Message], Any]) -> None:
-    await app({"type": "lifespan", "asgi": {"version": "3.0"}, "state": {}}, receive, send)
-
-
-async def call(client: httpx.AsyncClient, token: str, tool: str) -> httpx.Response:
-    """A 2026-07-28 tools/call of `tool` without arguments, sent with `token`."""
-    meta = {"io.modelcontextprotocol/protocolVersion": VERSION, "io.modelcontextprotocol/clientCapabilities": {}}
-    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool, "arguments": {}, "_meta": meta}}
-    headers = {
-        "accept": "application/json, text/event-stream",
-        "authorization": f"Bearer {token}",
-        "mcp-protocol-version": VERSION,
-        "mcp-method": "tools/call",
-        "mcp-name": tool,
-    }
-    return await client.post("/mcp", headers=headers, json=body)
-
-
-def structured(response: httpx.Response) -> dict[str, Any]:
-    """The tool result's structured content, from a JSON or an event-stream answer."""
-    assert response.status_code == 200, response.text
-    text = response.text
-    if response.headers.get("content-type", "").startswith("text/event-stream"):
-        text = next(line[5:] for line in text.splitlines() if line.startswith("data:"))
-    found: dict[str, Any] = json.loads(text)["result"]["structuredContent"]
-    return found
+    async with serving_app(accounts_http_app(load_accounts(env), env)) as client:
+        yield client
 
 
 async def account_reached(client: httpx.AsyncClient, token: str) -> tuple[str, str]:

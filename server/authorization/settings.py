@@ -1,0 +1,66 @@
+"""`IMAP_MCP_OAUTH_ISSUER`, `IMAP_MCP_OAUTH_AUDIENCE`, `IMAP_MCP_OAUTH_SCOPES`: who issues the access tokens this
+server accepts, the resource URI they must be issued for, and the scopes it recognises."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from ..config import ConfigError
+from ..oauth.settings import endpoint
+
+ISSUER = "IMAP_MCP_OAUTH_ISSUER"
+AUDIENCE = "IMAP_MCP_OAUTH_AUDIENCE"
+SCOPES = "IMAP_MCP_OAUTH_SCOPES"
+#: every scope a tool can need (`scopes.SCOPE_OF`), in the order they are advertised
+ALL_SCOPES = ("mail.read", "mail.change", "mail.send", "mail.webhooks")
+#: seconds a token's `exp` and `nbf` may be off by (the clocks of this host and the authorization server)
+CLOCK_SKEW_SECONDS = 60
+
+
+@dataclass(frozen=True)
+class ResourceServerSettings:
+    #: IMAP_MCP_OAUTH_ISSUER: the authorization server's issuer identifier, compared exactly with `iss`
+    issuer: str
+    #: IMAP_MCP_OAUTH_AUDIENCE: this server's resource URI (RFC 8707), e.g. https://mail.example.com/mcp
+    audience: str
+    #: IMAP_MCP_OAUTH_SCOPES: the scopes recognised in a token (and advertised); others grant nothing
+    scopes: tuple[str, ...] = ALL_SCOPES
+    #: seconds a request to the authorization server (its metadata, its keys) may take in all
+    timeout: float = 10.0
+
+
+def _audience(env: Mapping[str, str]) -> str:
+    raw = (endpoint(env, AUDIENCE) or "").strip()
+    parts = urlsplit(raw)
+    if not raw or parts.query or parts.fragment or raw.endswith("/"):
+        raise ConfigError(
+            f"{AUDIENCE}={raw!r} is not valid: give this server's resource URI as clients use it, e.g. "
+            "https://mail.example.com/mcp (no query, fragment or trailing slash)."
+        )
+    return raw
+
+
+def _scopes(env: Mapping[str, str]) -> tuple[str, ...]:
+    raw = env.get(SCOPES, "").replace(",", " ").split()
+    if not raw:
+        return ALL_SCOPES
+    unknown = [s for s in raw if s not in ALL_SCOPES]
+    if unknown:
+        raise ConfigError(
+            f"{SCOPES} names unknown scopes ({', '.join(unknown)}): use space-separated scopes from "
+            f"{' '.join(ALL_SCOPES)}."
+        )
+    return tuple(s for s in ALL_SCOPES if s in raw)
+
+
+def load_resource_server_settings(env: Mapping[str, str]) -> ResourceServerSettings | None:
+    """The settings, or None when `IMAP_MCP_OAUTH_ISSUER` is unset (no OAuth: static bearer tokens only)."""
+    issuer = endpoint(env, ISSUER)
+    if issuer is None:
+        for name in (AUDIENCE, SCOPES):
+            if env.get(name, "").strip():
+                raise ConfigError(f"{name} is set without {ISSUER}: set the issuer too, or unset {name}.")
+        return None
+    return ResourceServerSettings(issuer=issuer, audience=_audience(env), scopes=_scopes(env))
