@@ -41,14 +41,12 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from .authorization.keys import KeysUnavailable
 from .authorization.metadata import challenge
 from .authorization.settings import ResourceServerSettings, load_resource_server_settings
-from .authorization.tokens import TokenRefused, TokenVerifier
+from .authorization.tokens import IDENTITY_STATE_KEY, TokenRefused, TokenVerifier
 from .config import MIN_TOKEN_LENGTH, ConfigError, Secret, is_loopback
 
 LOCAL_HOSTS = ("localhost", "127.0.0.1", "[::1]")
 logger = logging.getLogger("imap_mcp")
 PRINCIPAL_STATE_KEY = "imap_mcp_principal"
-#: the `authorization.tokens.Identity` of a request that carried an OAuth access token
-IDENTITY_STATE_KEY = "imap_mcp_identity"
 HEALTH_PATH = "/healthz"
 LegacyHttpMode = Literal["session", "stateless"]
 #: the largest request body accepted on any path (the SDK's own limit)
@@ -391,6 +389,11 @@ def _bearer(authorization: str | None) -> str | None:
 async def respond_unauthorized(send: Send, www_authenticate: bytes = STATIC_CHALLENGE) -> None:
     """401 with `WWW-Authenticate`: the request carries no valid bearer token."""
     await _respond(send, 401, _error("Missing or invalid bearer token."), [(b"www-authenticate", www_authenticate)])
+
+
+async def respond_error(send: Send, status: int, message: str) -> None:
+    """An HTTP-level refusal: `status` with a JSON-RPC error body saying `message`."""
+    await _respond(send, status, _error(message))
 
 
 TOO_LARGE = f"Request body too large: at most {MAX_BODY_BYTES} bytes."

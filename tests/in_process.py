@@ -57,11 +57,17 @@ async def call(
     return await client.post("/mcp", headers=headers, json=body)
 
 
-def structured(response: httpx.Response) -> dict[str, Any]:
-    """The tool result's structured content, from a JSON or an event-stream answer."""
+def result_of(response: httpx.Response) -> dict[str, Any]:
+    """The JSON-RPC result, from a JSON or an event-stream answer."""
     assert response.status_code == 200, response.text
     text = response.text
     if response.headers.get("content-type", "").startswith("text/event-stream"):
         text = next(line[5:] for line in text.splitlines() if line.startswith("data:"))
-    found: dict[str, Any] = json.loads(text)["result"]["structuredContent"]
+    found: dict[str, Any] = json.loads(text)["result"]
+    return found
+
+
+def structured(response: httpx.Response) -> dict[str, Any]:
+    """The tool result's structured content."""
+    found: dict[str, Any] = result_of(response)["structuredContent"]
     return found

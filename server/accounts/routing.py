@@ -1,9 +1,12 @@
 """Over HTTP with an accounts file, the bearer token selects the account; no argument ever does.
 
-`AccessControl` (in front) accepts only the accounts' tokens (`http_access.Tokens`) and puts the
-token's principal on the request; `AccountRouter` hands the request to that account's own MCP
-app. A request without a principal (no token) gets 401 here too, so no request reaches an
-account without its token.
+`AccessControl` (in front) accepts only the accounts' tokens (`http_access.Tokens`), and OAuth
+access tokens when `IMAP_MCP_OAUTH_ISSUER` is set, and puts the token's principal (and an access
+token's identity) on the request; `AccountRouter` hands the request to that account's own MCP
+app: a static token's account, or the account whose `oauth_subjects` lists the access token's
+`IMAP_MCP_OAUTH_SUBJECT_CLAIM` (each person only their mailbox; a valid access token that reaches
+no account gets 403). A request without a principal (no token) gets 401 here too, so no request
+reaches an account without its token.
 
 The accounts may change while serving (`apply`, after the accounts file was re-read: `reloading`).
 An added account is served from then on; a removed one's tokens are refused from then on (401),
@@ -28,7 +31,8 @@ import anyio.to_thread
 from starlette.applications import Starlette
 from starlette.types import Receive, Scope, Send
 
-from ..http_access import Tokens, principal_for_token, principal_of_scope, respond_unauthorized
+from ..authorization.tokens import IDENTITY_STATE_KEY, Identity
+from ..http_access import Tokens, principal_for_token, principal_of_scope, respond_error, respond_unauthorized
 from ..imap.pool import ImapPool
 from .loading import Account, Accounts
 from .reloading import RELOAD_POLL, AccountsFile
@@ -66,8 +70,10 @@ class ServedAccount:
         self._stopped.set()
 
     def same_mailbox_and_policy(self, account: Account) -> bool:
-        """Whether `account` differs from this one at most in its tokens."""
-        return dataclasses.replace(account, auth_tokens=()) == dataclasses.replace(self.account, auth_tokens=())
+        """Whether `account` differs from this one at most in its tokens and OAuth subjects."""
+        return dataclasses.replace(account, auth_tokens=(), oauth_subjects=()) == dataclasses.replace(
+            self.account, auth_tokens=(), oauth_subjects=()
+        )
 
 
 class AccountRouter:
@@ -82,8 +88,12 @@ class AccountRouter:
         tokens: Tokens,
         serve: Callable[[Account], ServedAccount],
         reloading: AccountsFile | None = None,
+        subject_claim: str = "sub",
     ) -> None:
+        """`subject_claim`: the access token's claim an account's `oauth_subjects` lists."""
         self._initial = accounts
+        self._subject_claim = subject_claim
+        self._by_subject: dict[str, ServedAccount] = {}
         self._tokens = tokens
         self._serve = serve
         self._reloading = reloading
@@ -95,10 +105,21 @@ class AccountRouter:
         if scope["type"] == "lifespan":
             await self._lifespan(receive, send)
             return
-        served = self._by_principal.get(principal_of_scope(scope) or "")
+        identity = (scope.get("state") or {}).get(IDENTITY_STATE_KEY)
+        if isinstance(identity, Identity):
+            served = self._by_subject.get(self._subject_of(identity))
+        else:
+            served = self._by_principal.get(principal_of_scope(scope) or "")
         app = await served.app(self._group) if served is not None and self._group is not None else None
         if app is None:
-            if scope["type"] == "http":
+            if scope["type"] == "http" and isinstance(identity, Identity):
+                await respond_error(
+                    send,
+                    403,
+                    f"This sign-in reaches no mailbox here: ask the operator to add your {self._subject_claim} to "
+                    "an account's oauth_subjects.",
+                )
+            elif scope["type"] == "http":
                 await respond_unauthorized(send)
             return
         await app(scope, receive, send)
@@ -118,8 +139,16 @@ class AccountRouter:
         tokens = [(token, s) for s in served.values() for token in s.account.auth_tokens]
         self._by_principal = {principal_for_token(token.reveal()): s for token, s in tokens}
         self._tokens.replace(token for token, _ in tokens)
+        self._by_subject = {subject: s for s in served.values() for subject in s.account.oauth_subjects}
         for old in retired:
             self._retire(old)
+
+    def _subject_of(self, identity: Identity) -> str:
+        """The value of the subject claim (`sub` is the identity's subject); "" when the token has none."""
+        if self._subject_claim == "sub":
+            return identity.subject
+        value = identity.claims.get(self._subject_claim)
+        return value if isinstance(value, str) else ""
 
     def _retire(self, served: ServedAccount) -> None:
         """Stop the account's app and close its connections (idle ones now, one in use as its operation ends)."""

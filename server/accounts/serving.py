@@ -9,6 +9,7 @@ from starlette.applications import Starlette
 from starlette.types import ASGIApp
 
 from ..app import build_server
+from ..authorization.settings import ResourceServerSettings
 from ..config import ConfigError
 from ..http_access import Tokens, load_http_settings
 from ..imap.pool import ImapPool
@@ -24,11 +25,22 @@ def account_server(account: Account, pool: ImapPool | None = None) -> MCPServer:
 
 
 def require_tokens(accounts: Accounts) -> None:
-    """`ConfigError` when no account of the file has a token: no caller could reach any over HTTP."""
-    if not any(account.auth_tokens for account in accounts.accounts):
+    """`ConfigError` when no account of the file has a token or an OAuth subject: no caller could reach any."""
+    if not any(account.auth_tokens or account.oauth_subjects for account in accounts.accounts):
         raise ConfigError(
-            f"{ACCOUNTS_FILE_VARIABLE} {accounts.source}: no account has auth_tokens, so no caller could reach "
-            "one over HTTP: give each account its bearer tokens."
+            f"{ACCOUNTS_FILE_VARIABLE} {accounts.source}: no account has auth_tokens or oauth_subjects, so no caller "
+            "could reach one over HTTP: give each account its bearer tokens (or, with IMAP_MCP_OAUTH_ISSUER, the "
+            "OAuth subjects of its person)."
+        )
+
+
+def require_issuer_for_subjects(accounts: Accounts, oauth: ResourceServerSettings | None) -> None:
+    """`ConfigError` when an account lists OAuth subjects but no issuer is set: they could never sign in."""
+    named = [account.name for account in accounts.accounts if account.oauth_subjects]
+    if named and oauth is None:
+        raise ConfigError(
+            f"{ACCOUNTS_FILE_VARIABLE} {accounts.source}: {', '.join(named)} list oauth_subjects, but "
+            "IMAP_MCP_OAUTH_ISSUER is not set: set it (and IMAP_MCP_OAUTH_AUDIENCE), or remove oauth_subjects."
         )
 
 
@@ -39,6 +51,7 @@ def accounts_http_app(accounts: Accounts, env: Mapping[str, str]) -> ASGIApp:
     if accounts.source is None:
         return http_app(account_server(accounts.accounts[0]), http_settings)
     require_tokens(accounts)
+    require_issuer_for_subjects(accounts, http_settings.oauth)
     pools = AccountPools(load_max_connections(env))
 
     def build(account: Account, pool: ImapPool) -> Starlette:
@@ -48,5 +61,6 @@ def accounts_http_app(accounts: Accounts, env: Mapping[str, str]) -> ASGIApp:
         return ServedAccount(account, pools.pool_for(account.settings.imap), build)
 
     tokens = Tokens()
-    router = AccountRouter(accounts, tokens, serve, AccountsFile(env, accounts, check=require_tokens))
+    claim = http_settings.oauth.subject_claim if http_settings.oauth else "sub"
+    router = AccountRouter(accounts, tokens, serve, AccountsFile(env, accounts, check=require_tokens), claim)
     return guarded_app(router, http_settings, tokens)

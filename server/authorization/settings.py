@@ -1,5 +1,6 @@
-"""`IMAP_MCP_OAUTH_ISSUER`, `IMAP_MCP_OAUTH_AUDIENCE`, `IMAP_MCP_OAUTH_SCOPES`: who issues the access tokens this
-server accepts, the resource URI they must be issued for, and the scopes it recognises."""
+"""`IMAP_MCP_OAUTH_ISSUER`, `IMAP_MCP_OAUTH_AUDIENCE`, `IMAP_MCP_OAUTH_SCOPES`, `IMAP_MCP_OAUTH_SUBJECT_CLAIM`: who
+issues the access tokens this server accepts, the resource URI they must be issued for, the scopes it recognises,
+and the claim that names the person (what an account's `oauth_subjects` lists)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from ..oauth.settings import endpoint
 ISSUER = "IMAP_MCP_OAUTH_ISSUER"
 AUDIENCE = "IMAP_MCP_OAUTH_AUDIENCE"
 SCOPES = "IMAP_MCP_OAUTH_SCOPES"
+SUBJECT_CLAIM = "IMAP_MCP_OAUTH_SUBJECT_CLAIM"
 #: every scope a tool can need (`scopes.SCOPE_OF`), in the order they are advertised
 ALL_SCOPES = ("mail.read", "mail.change", "mail.send", "mail.webhooks")
 #: seconds a token's `exp` and `nbf` may be off by (the clocks of this host and the authorization server)
@@ -27,6 +29,8 @@ class ResourceServerSettings:
     audience: str
     #: IMAP_MCP_OAUTH_SCOPES: the scopes recognised in a token (and advertised); others grant nothing
     scopes: tuple[str, ...] = ALL_SCOPES
+    #: IMAP_MCP_OAUTH_SUBJECT_CLAIM: the claim whose value an account's `oauth_subjects` lists (`sub`, `email`, …)
+    subject_claim: str = "sub"
     #: seconds a request to the authorization server (its metadata, its keys) may take in all
     timeout: float = 10.0
 
@@ -59,8 +63,9 @@ def load_resource_server_settings(env: Mapping[str, str]) -> ResourceServerSetti
     """The settings, or None when `IMAP_MCP_OAUTH_ISSUER` is unset (no OAuth: static bearer tokens only)."""
     issuer = endpoint(env, ISSUER)
     if issuer is None:
-        for name in (AUDIENCE, SCOPES):
+        for name in (AUDIENCE, SCOPES, SUBJECT_CLAIM):
             if env.get(name, "").strip():
                 raise ConfigError(f"{name} is set without {ISSUER}: set the issuer too, or unset {name}.")
         return None
-    return ResourceServerSettings(issuer=issuer, audience=_audience(env), scopes=_scopes(env))
+    claim = env.get(SUBJECT_CLAIM, "").strip() or "sub"
+    return ResourceServerSettings(issuer=issuer, audience=_audience(env), scopes=_scopes(env), subject_claim=claim)

@@ -28,6 +28,8 @@ from .settings import CLOCK_SKEW_SECONDS, ResourceServerSettings
 
 #: the signature algorithms a token may use: asymmetric ones only
 ALGORITHMS = frozenset({"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"})
+#: where `AccessControl` puts the `Identity` of a request that carried an access token (the ASGI scope's state)
+IDENTITY_STATE_KEY = "imap_mcp_identity"
 #: the claims a token must carry
 REQUIRED_CLAIMS = ("iss", "aud", "exp", "sub")
 
