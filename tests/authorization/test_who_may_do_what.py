@@ -141,6 +141,54 @@ async def test_an_approval_by_one_subject_does_not_act_for_another(
     assert own["status"] == "done" and not mailbox_exists(alice, name)
 
 
+async def dialog_call(
+    client: httpx.AsyncClient, token: str, arguments: dict[str, Any], answer: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """A 2026-07-28 `manage_mailbox` call from a client that shows dialogs; with `answer`, the retry carrying the
+    person's yes to it (every box ticked) and its request state. The JSON-RPC result."""
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": VERSION,
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+    }
+    params: dict[str, Any] = {"name": "manage_mailbox", "arguments": arguments, "_meta": meta}
+    if answer is not None:
+        (key, asked), *_ = answer["inputRequests"].items()
+        ticked = {name: True for name in asked["params"]["requestedSchema"]["properties"]}
+        params["inputResponses"] = {key: {"action": "accept", "content": ticked}}
+        params["requestState"] = answer["requestState"]
+    headers = {
+        "accept": "application/json, text/event-stream",
+        "authorization": f"Bearer {token}",
+        "mcp-protocol-version": VERSION,
+        "mcp-method": "tools/call",
+        "mcp-name": "manage_mailbox",
+    }
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
+    return result_of(await client.post("/mcp", headers=headers, json=body))
+
+
+async def test_a_dialog_answered_by_one_subject_does_not_act_for_another(
+    dovecot: Dovecot, tmp_path: Path, issuer: Issuer
+) -> None:
+    """The dialog path (2026-07-28 input_required): a yes carried by another subject's request is no answer, so the
+    question is asked again and nothing runs; carried by the subject who was asked, it runs."""
+    alice, bob = new_account(dovecot), new_account(dovecot)
+    env = oauth(accounts_env(tmp_path, alice, bob, 'oauth_subjects = ["alice-sub", "assistant-sub"]'), issuer)
+    name = f"Dialog-{uuid.uuid4().hex[:8]}"
+    connection = alice.imap()
+    connection.create_folder(name)
+    connection.logout()
+    delete = {"action": "delete", "mailbox": name}
+    async with serving(env) as client:
+        asked = await dialog_call(client, issuer.token(sub="alice-sub"), delete)
+        replayed = await dialog_call(client, issuer.token(sub="assistant-sub"), delete, asked)
+        still_there = mailbox_exists(alice, name)
+        answered = await dialog_call(client, issuer.token(sub="alice-sub"), delete, asked)
+    assert asked["resultType"] == "input_required"
+    assert replayed["resultType"] == "input_required" and still_there
+    assert answered["structuredContent"]["status"] == "done" and not mailbox_exists(alice, name)
+
+
 def test_subjects_without_an_issuer_and_a_subject_in_two_accounts_are_refused(dovecot: Dovecot, tmp_path: Path) -> None:
     alice, bob = new_account(dovecot), new_account(dovecot)
     without_issuer = accounts_env(tmp_path, alice, bob, 'oauth_subjects = ["alice-sub"]')
