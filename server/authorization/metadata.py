@@ -2,16 +2,22 @@
 401 (`WWW-Authenticate: Bearer resource_metadata="…"`).
 
 The metadata is served at the path-inserted URI of the resource (for `https://host/mcp`:
-`/.well-known/oauth-protected-resource/mcp`, the SDK's route) and at the root form
-(`/.well-known/oauth-protected-resource`), which clients try next; both without a token.
+`/.well-known/oauth-protected-resource/mcp`, as the SDK builds it) and at the root form
+(`/.well-known/oauth-protected-resource`), which clients try next; both without a token. The
+SDK's own route is not used: it writes an issuer without a path with a trailing slash, which a
+client then finds is not the authorization server's issuer.
 """
 
 from __future__ import annotations
 
-from mcp.server.auth.handlers.metadata import ProtectedResourceMetadataHandler
-from mcp.server.auth.routes import build_resource_metadata_url, create_protected_resource_routes
+from typing import Any
+from urllib.parse import urlsplit
+
+from mcp.server.auth.routes import build_resource_metadata_url
 from mcp.shared.auth import ProtectedResourceMetadata
 from pydantic import AnyHttpUrl
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -34,20 +40,28 @@ def challenge(settings: ResourceServerSettings, token_given: bool) -> bytes:
     return ("Bearer " + ", ".join(parts)).encode()
 
 
-def metadata_routes(settings: ResourceServerSettings) -> list[Route]:
-    """The SDK's path-inserted metadata route, and the same document at the root."""
-    routes = create_protected_resource_routes(
-        AnyHttpUrl(settings.audience), [AnyHttpUrl(settings.issuer)], scopes_supported=list(settings.scopes)
-    )
-    document = ProtectedResourceMetadata(
+def metadata_document(settings: ResourceServerSettings) -> dict[str, Any]:
+    """The protected resource metadata: the SDK's model, with the resource and the issuer exactly as configured
+    (pydantic writes `https://login.example.com` as `https://login.example.com/`, and a client compares the
+    issuer it discovers through this list with the authorization server's own, character for character)."""
+    model = ProtectedResourceMetadata(
         resource=AnyHttpUrl(settings.audience),
         authorization_servers=[AnyHttpUrl(settings.issuer)],
         scopes_supported=list(settings.scopes),
     )
-    if not any(route.path == ROOT_METADATA_PATH for route in routes):
-        handler = ProtectedResourceMetadataHandler(document)
-        routes.append(Route(ROOT_METADATA_PATH, handler.handle, methods=["GET"]))
-    return routes
+    document: dict[str, Any] = model.model_dump(mode="json", exclude_none=True)
+    return {**document, "resource": settings.audience, "authorization_servers": [settings.issuer]}
+
+
+def metadata_routes(settings: ResourceServerSettings) -> list[Route]:
+    """The metadata at the path-inserted URI of the resource (where the SDK puts it) and at the root."""
+    document = metadata_document(settings)
+
+    async def metadata(request: Request) -> Response:
+        return JSONResponse(document, headers={"Cache-Control": "public, max-age=3600"})
+
+    paths = dict.fromkeys([urlsplit(metadata_url(settings)).path, ROOT_METADATA_PATH])
+    return [Route(path, metadata, methods=["GET"]) for path in paths]
 
 
 class ServingMetadata:
