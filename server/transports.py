@@ -17,6 +17,7 @@ from imap_mcp.protocol.errors import ImapMcpError
 from imap_mcp.protocol.spec_errors import ModernEnvelopeRouting
 
 from .authorization.metadata import ServingMetadata
+from .authorization.scopes import RequiringScopes
 from .authorization.tokens import TokenVerifier
 from .http_access import MAX_BODY_BYTES, AccessControl, HttpSettings, Tokens
 
@@ -46,7 +47,8 @@ def guarded_app(app: ASGIApp, settings: HttpSettings, tokens: Tokens | None = No
     if settings.oauth is None:
         return AccessControl(ModernEnvelopeRouting(app), settings, tokens)
     verifier = TokenVerifier(settings.oauth)
-    return ServingMetadata(AccessControl(ModernEnvelopeRouting(app), settings, tokens, verifier), settings.oauth)
+    scoped = RequiringScopes(ModernEnvelopeRouting(app), settings.oauth)
+    return ServingMetadata(AccessControl(scoped, settings, tokens, verifier), settings.oauth)
 
 
 def http_app(mcp: MCPServer, settings: HttpSettings | None = None) -> ASGIApp:

@@ -75,9 +75,31 @@ async def test_a_token_lists_and_calls_only_the_tools_its_scopes_cover(account: 
         allowed = structured(await call(client, issuer.token(scope="mail.read mail.change"), "manage_mailbox", create))
     assert listed == {tool for tool, scope in SCOPE_OF.items() if scope == "mail.read"}
     assert "manage_mailbox" in everything and listed < everything
-    assert refused.status_code == 400 and "needs the scope mail.change" in refused.text
+    assert refused.status_code == 403 and "needs the scope mail.change" in refused.text
+    assert refused.headers["www-authenticate"].startswith(
+        'Bearer error="insufficient_scope", scope="mail.read mail.change"'
+    )
     assert not_created
     assert allowed["status"] == "done" and mailbox_exists(account, name)
+
+
+async def test_on_the_2025_path_a_call_outside_the_scopes_is_refused_before_it_runs(
+    account: Account, issuer: Issuer
+) -> None:
+    """There the call is in the body only: the SDK middleware refuses it (-32602), naming the scope."""
+    name = f"Legacy-{uuid.uuid4().hex[:8]}"
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "manage_mailbox", "arguments": {"action": "create", "mailbox": name}},
+    }
+    headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+    async with serving(oauth(account.env(IMAP_MCP_LEGACY_HTTP="stateless"), issuer)) as client:
+        token = issuer.token(scope="mail.read")
+        answer = await client.post("/mcp", headers={**headers, "authorization": f"Bearer {token}"}, json=body)
+    assert "needs the scope mail.change" in answer.text, answer.text
+    assert not mailbox_exists(account, name)
 
 
 def test_each_tool_needs_the_scope_its_kind_says() -> None:
