@@ -1,8 +1,9 @@
-"""Every HTTP request imap-mcp makes (OAuth token and device endpoints, webhook delivery): bounded and strict.
+"""Every HTTP request imap-mcp makes (OAuth token and device endpoints, webhook delivery, an authorization
+server's metadata and keys): bounded and strict.
 
 At server/'s top level, not in a feature's folder: OAuth and the webhooks both make their requests through it.
 
-The far side is not trusted. `post` gives a request one deadline for all of it: connecting, TLS,
+The far side is not trusted. `post` (and `get`) gives a request one deadline for all of it: connecting, TLS,
 sending, the status line, the headers and the body read (httpx's own timeouts bound each read, so
 one byte a second would never trip them). It follows no redirect: a 3xx is `Redirected`, whatever
 the Location, so the credentials and secrets of a request go to the configured URL only. It reads
@@ -68,16 +69,23 @@ def post(url: str, content: bytes, headers: Mapping[str, str], *, seconds: float
     With `limit` 0 only the status line and headers are read. Runs its own event loop: call it
     from a thread (a worker thread, or a command's main thread), never from a running loop.
     """
-    return anyio.run(partial(_post, url, content, dict(headers), seconds, limit))
+    return anyio.run(partial(_request, "POST", url, content, dict(headers), seconds, limit))
 
 
-async def _post(url: str, content: bytes, headers: dict[str, str], seconds: float, limit: int) -> Answer:
+def get(url: str, headers: Mapping[str, str], *, seconds: float, limit: int) -> Answer:
+    """GET `url`, with the bounds of `post` (and, as it, called from a thread, never from a running loop)."""
+    return anyio.run(partial(_request, "GET", url, b"", dict(headers), seconds, limit))
+
+
+async def _request(
+    method: str, url: str, content: bytes, headers: dict[str, str], seconds: float, limit: int
+) -> Answer:
     headers = {"accept-encoding": "identity", **headers}  # the body as sent: `limit` bounds what is read
     try:
         with anyio.fail_after(seconds):
             async with (
                 httpx.AsyncClient(verify=tls_context(None), follow_redirects=False, timeout=seconds) as client,
-                client.stream("POST", url, content=content, headers=headers) as answer,
+                client.stream(method, url, content=content if method == "POST" else None, headers=headers) as answer,
             ):
                 if 300 <= answer.status_code < 400:
                     raise Redirected(answer.status_code)

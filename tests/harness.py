@@ -290,13 +290,15 @@ def http_server(
     cwd: Path | None = None,
     stderr: ServerLog | None = None,
     started: list[subprocess.Popen[bytes]] | None = None,
+    port: int | None = None,
 ) -> Iterator[str]:
-    """Run `imap-mcp serve` (`command serve`) on a free port; yields its MCP URL (the process is added to `started`).
+    """Run `imap-mcp serve` (`command serve`) on `port` (default: a free one); yields its MCP URL (the process is
+    added to `started`).
 
     The server's stderr goes to `log_path` (default: a temp file removed afterwards), never to
     a pipe nobody reads, so a chatty server cannot block on a full pipe; or to `stderr`, which reads it.
     """
-    port = free_port()
+    port = port or free_port()
     with contextlib.ExitStack() as stack:
         if log_path is None:
             log_path = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="imap-mcp-log."))) / "stderr.log"

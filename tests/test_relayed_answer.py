@@ -18,8 +18,8 @@ from typing import Any
 
 import httpx
 import pytest
-from asgi_serving import call, result_of, serving
 from harness import new_account
+from in_process import call, result_of, serving
 from smtp_capture import SENDER, CaptureSMTP
 from starlette.applications import Starlette
 from starlette.requests import Request

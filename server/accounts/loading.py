@@ -39,6 +39,8 @@ ENVIRONMENT_ACCOUNT = "default"
 ACCOUNT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 TOKENS_KEY = "auth_tokens"
 TOKENS_FILE_KEY = "auth_tokens_file"
+#: the OAuth identities (values of `IMAP_MCP_OAUTH_SUBJECT_CLAIM`) whose access tokens reach the account
+SUBJECTS_KEY = "oauth_subjects"
 #: settings of the whole server: in the environment only, never in an account table
 SERVER_WIDE = frozenset(
     {
@@ -50,6 +52,10 @@ SERVER_WIDE = frozenset(
         "IMAP_MCP_SPEC_FIXTURES",
         "IMAP_MCP_MAX_CONNECTIONS",
         "IMAP_MCP_MAX_BUILT_ACCOUNTS",
+        "IMAP_MCP_OAUTH_ISSUER",
+        "IMAP_MCP_OAUTH_AUDIENCE",
+        "IMAP_MCP_OAUTH_SCOPES",
+        "IMAP_MCP_OAUTH_SUBJECT_CLAIM",
     }
 )
 SECRET_FILE_SUFFIX = "_FILE"
@@ -61,12 +67,14 @@ SETTING_NAME = re.compile(r"^[A-Z][A-Z0-9_]*")
 
 @dataclass(frozen=True)
 class Account:
-    """One mailbox this server serves, with its policy and the bearer tokens that select it over HTTP."""
+    """One mailbox this server serves, with its policy and what selects it over HTTP: bearer tokens, and the
+    OAuth identities whose access tokens reach it."""
 
     name: str
     settings: Settings
     policy: ToolPolicy = field(default_factory=ToolPolicy)
     auth_tokens: tuple[Secret, ...] = field(default=(), repr=False)
+    oauth_subjects: tuple[str, ...] = field(default=(), repr=False)
 
 
 @dataclass(frozen=True)
@@ -214,10 +222,18 @@ def _tokens(table: Mapping[str, object], problems: list[str], warnings: list[str
     return [t.strip() for t in tokens]
 
 
+def _subjects(table: Mapping[str, object], problems: list[str]) -> tuple[str, ...]:
+    listed = table.get(SUBJECTS_KEY, [])
+    if not isinstance(listed, list) or not all(isinstance(s, str) and s.strip() for s in listed):
+        problems.append(f'{SUBJECTS_KEY} is not a list of non-empty strings: write {SUBJECTS_KEY} = ["…", "…"].')
+        return ()
+    return tuple(s.strip() for s in listed)
+
+
 def _account_layer(table: Mapping[str, object], problems: list[str]) -> dict[str, str]:
     layer: dict[str, str] = {}
     for key, value in table.items():
-        if key in (TOKENS_KEY, TOKENS_FILE_KEY):
+        if key in (TOKENS_KEY, TOKENS_FILE_KEY, SUBJECTS_KEY):
             continue
         problem = _key_problem(key)
         text = _account_value(key, value)
@@ -262,6 +278,7 @@ def _account(
     if not isinstance(table, dict):
         return None, [*problems, "is not a table: write [accounts.NAME] with its settings below."]
     tokens = _tokens(table, problems, warnings)
+    subjects = _subjects(table, problems)
     given = _account_layer(table, problems)
     layer = with_secret_files(given, problems, warnings)
     settings, settings_read = _every_problem(load_settings, defaults, layer, problems)
@@ -275,7 +292,7 @@ def _account(
     )
     if problems:
         return None, problems
-    return Account(name, settings, policy, tuple(Secret(t) for t in tokens)), []
+    return Account(name, settings, policy, tuple(Secret(t) for t in tokens), subjects), []
 
 
 def _read_file(path: Path) -> dict[str, object]:
@@ -316,6 +333,20 @@ def _repeated_tokens(accounts: list[Account]) -> list[str]:
     return problems
 
 
+def _repeated_subjects(accounts: list[Account]) -> list[str]:
+    owner: dict[str, str] = {}
+    problems = []
+    for account in accounts:
+        for subject in account.oauth_subjects:
+            if subject in owner and owner[subject] != account.name:
+                problems.append(
+                    f"[accounts.{account.name}] an oauth subject is also one of [accounts.{owner[subject]}]: "
+                    "each person reaches one mailbox."
+                )
+            owner.setdefault(subject, account.name)
+    return problems
+
+
 def _same_mailbox(accounts: list[Account]) -> list[str]:
     """Accounts that name one mailbox (the same login, host and port): they would share its webhook, its outbox
     and its approvals' records, so each must be one account."""
@@ -350,6 +381,7 @@ def load_from_file(path: Path, env: Mapping[str, str]) -> Accounts:
         if account is not None:
             accounts.append(account)
     problems.extend(_repeated_tokens(accounts))
+    problems.extend(_repeated_subjects(accounts))
     problems.extend(_same_mailbox(accounts))
     misspelt = misspelt_settings(env)
     if problems:

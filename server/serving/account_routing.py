@@ -1,9 +1,12 @@
 """Over HTTP with an accounts file, the bearer token selects the account; no argument ever does.
 
-`AccessControl` (in front) accepts only the accounts' tokens (`http_access.Tokens`) and puts the
-token's principal on the request; `AccountRouter` hands the request to that account's own MCP
-app. A request without a principal (no token) gets 401 here too, so no request reaches an
-account without its token.
+`AccessControl` (in front) accepts only the accounts' tokens (`http_access.Tokens`), and OAuth
+access tokens when `IMAP_MCP_OAUTH_ISSUER` is set, and puts the token's principal (and an access
+token's identity) on the request; `AccountRouter` hands the request to that account's own MCP
+app: a static token's account, or the account whose `oauth_subjects` lists the access token's
+`IMAP_MCP_OAUTH_SUBJECT_CLAIM` (each person only their mailbox; a valid access token that reaches
+no account gets 403). A request without a principal (no token) gets 401 here too, so no request
+reaches an account without its token.
 
 The accounts may change while serving (`apply`, after the accounts file was re-read: `reloading`).
 An added account is served from then on; a removed one's tokens are refused from then on (401),
@@ -28,8 +31,9 @@ import anyio.to_thread
 from starlette.types import Receive, Scope, Send
 
 from ..accounts.loading import Account, Accounts
+from ..authorization.tokens import IDENTITY_STATE_KEY, Identity
 from .built import DEFAULT_MAX_BUILT, BuiltApps, ServedAccount
-from .http_access import Tokens, principal_for_token, principal_of_scope, respond_unauthorized
+from .http_access import Tokens, principal_for_token, principal_of_scope, respond_error, respond_unauthorized
 from .reloading import RELOAD_POLL, AccountsFile
 
 
@@ -46,8 +50,12 @@ class AccountRouter:
         serve: Callable[[Account], ServedAccount],
         reloading: AccountsFile | None = None,
         max_built: int = DEFAULT_MAX_BUILT,
+        subject_claim: str = "sub",
     ) -> None:
+        """`subject_claim`: the access token's claim an account's `oauth_subjects` lists."""
         self._initial = accounts
+        self._subject_claim = subject_claim
+        self._by_subject: dict[str, ServedAccount] = {}
         self._tokens = tokens
         self._serve = serve
         self._reloading = reloading
@@ -60,19 +68,33 @@ class AccountRouter:
         if scope["type"] == "lifespan":
             await self._lifespan(receive, send)
             return
-        served = self._by_principal.get(principal_of_scope(scope) or "")
+        identity = (scope.get("state") or {}).get(IDENTITY_STATE_KEY)
+        if isinstance(identity, Identity):
+            served = self._by_subject.get(self._subject_of(identity))
+        else:
+            served = self._by_principal.get(principal_of_scope(scope) or "")
         if served is None or self._group is None:
-            await self._refuse(scope, send)
+            await self._refuse(scope, send, identity)
             return
         async with self._built.app_of(served, self._group) as app:
             if app is None:
-                await self._refuse(scope, send)
+                await self._refuse(scope, send, identity)
                 return
             await app(scope, receive, send)
 
-    @staticmethod
-    async def _refuse(scope: Scope, send: Send) -> None:
-        if scope["type"] == "http":
+    async def _refuse(self, scope: Scope, send: Send, identity: object) -> None:
+        """No mailbox for this caller: a signed-in person whose subject no account lists gets 403 (signing in again
+        does not help), any other caller 401."""
+        if scope["type"] != "http":
+            return
+        if isinstance(identity, Identity):
+            await respond_error(
+                send,
+                403,
+                f"This sign-in reaches no mailbox here: ask the operator to add your {self._subject_claim} to "
+                "an account's oauth_subjects.",
+            )
+        else:
             await respond_unauthorized(send)
 
     def apply(self, accounts: Accounts) -> None:
@@ -90,8 +112,16 @@ class AccountRouter:
         tokens = [(token, s) for s in served.values() for token in s.account.auth_tokens]
         self._by_principal = {principal_for_token(token.reveal()): s for token, s in tokens}
         self._tokens.replace(token for token, _ in tokens)
+        self._by_subject = {subject: s for s in served.values() for subject in s.account.oauth_subjects}
         for old in retired:
             self._retire(old)
+
+    def _subject_of(self, identity: Identity) -> str:
+        """The value of the subject claim (`sub` is the identity's subject); "" when the token has none."""
+        if self._subject_claim == "sub":
+            return identity.subject
+        value = identity.claims.get(self._subject_claim)
+        return value if isinstance(value, str) else ""
 
     def _retire(self, served: ServedAccount) -> None:
         """Stop the account's app and close its connections (idle ones now, one in use as its operation ends)."""

@@ -12,6 +12,7 @@ from imap_mcp.sealing import KeyRing
 
 from ..accounts.loading import ACCOUNTS_FILE_VARIABLE, Account, Accounts
 from ..accounts.pools import AccountPools, load_max_connections
+from ..authorization.settings import ResourceServerSettings
 from ..guard import build_guard
 from ..imap.pool import ImapPool
 from ..setting_values import ConfigError
@@ -30,11 +31,22 @@ def account_server(account: Account, pool: ImapPool | None = None, unset_ring: K
 
 
 def require_tokens(accounts: Accounts) -> None:
-    """`ConfigError` when no account of the file has a token: no caller could reach any over HTTP."""
-    if not any(account.auth_tokens for account in accounts.accounts):
+    """`ConfigError` when no account of the file has a token or an OAuth subject: no caller could reach any."""
+    if not any(account.auth_tokens or account.oauth_subjects for account in accounts.accounts):
         raise ConfigError(
-            f"{ACCOUNTS_FILE_VARIABLE} {accounts.source}: no account has auth_tokens, so no caller could reach "
-            "one over HTTP: give each account its bearer tokens."
+            f"{ACCOUNTS_FILE_VARIABLE} {accounts.source}: no account has auth_tokens or oauth_subjects, so no caller "
+            "could reach one over HTTP: give each account its bearer tokens (or, with IMAP_MCP_OAUTH_ISSUER, the "
+            "OAuth subjects of its person)."
+        )
+
+
+def require_issuer_for_subjects(accounts: Accounts, oauth: ResourceServerSettings | None) -> None:
+    """`ConfigError` when an account lists OAuth subjects but no issuer is set: they could never sign in."""
+    named = [account.name for account in accounts.accounts if account.oauth_subjects]
+    if named and oauth is None:
+        raise ConfigError(
+            f"{ACCOUNTS_FILE_VARIABLE} {accounts.source}: {', '.join(named)} list oauth_subjects, but "
+            "IMAP_MCP_OAUTH_ISSUER is not set: set it (and IMAP_MCP_OAUTH_AUDIENCE), or remove oauth_subjects."
         )
 
 
@@ -45,6 +57,7 @@ def accounts_http_app(accounts: Accounts, env: Mapping[str, str]) -> ASGIApp:
     if accounts.source is None:
         return http_app(account_server(accounts.accounts[0]), http_settings)
     require_tokens(accounts)
+    require_issuer_for_subjects(accounts, http_settings.oauth)
     pools = AccountPools(load_max_connections(env))
     max_built = load_max_built(env)
     #: one for the process, so that an app evicted and built again still opens what it sealed
@@ -57,6 +70,7 @@ def accounts_http_app(accounts: Accounts, env: Mapping[str, str]) -> ASGIApp:
         return ServedAccount(account, lambda: pools.pool_for(account.settings.imap), build)
 
     tokens = Tokens()
+    claim = http_settings.oauth.subject_claim if http_settings.oauth else "sub"
     reloading = AccountsFile(env, accounts, check=require_tokens)
-    router = AccountRouter(accounts, tokens, serve, reloading, max_built)
+    router = AccountRouter(accounts, tokens, serve, reloading, max_built=max_built, subject_claim=claim)
     return guarded_app(router, http_settings, tokens)

@@ -11,6 +11,7 @@ from imap_mcp.protocol import Guard
 from imap_mcp.protocol.spec_errors import StrictParams
 
 from ..accounts.loading import ENVIRONMENT_ACCOUNT, Account
+from ..authorization.scopes import ScopeGate
 from ..config import Settings
 from ..guard import build_guard
 from ..imap.pool import ImapPool
@@ -68,6 +69,7 @@ def build_server(
     )
     guard.install(mcp)
     mcp.middleware.append(StrictParams(mcp))
+    mcp.middleware.append(ScopeGate())
     mailboxes.register(mcp, pool, guard)
     # attachments are resources too, unless the policy withholds get_attachments (resources write no file)
     parts_served = account.policy.withheld_reason("get_attachments", read_only_hint=True) is None

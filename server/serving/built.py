@@ -107,8 +107,10 @@ class ServedAccount:
         self._app = self._ending = self._ended = None
 
     def same_mailbox_and_policy(self, account: Account) -> bool:
-        """Whether `account` differs from this one at most in its tokens."""
-        return dataclasses.replace(account, auth_tokens=()) == dataclasses.replace(self.account, auth_tokens=())
+        """Whether `account` differs from this one at most in its tokens and OAuth subjects."""
+        return dataclasses.replace(account, auth_tokens=(), oauth_subjects=()) == dataclasses.replace(
+            self.account, auth_tokens=(), oauth_subjects=()
+        )
 
 
 class BuiltApps:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import logging
 import time
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Mapping
@@ -37,10 +38,15 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ..authorization.keys import KeysUnavailable
+from ..authorization.metadata import challenge
+from ..authorization.settings import ResourceServerSettings, load_resource_server_settings
+from ..authorization.tokens import IDENTITY_STATE_KEY, TokenRefused, TokenVerifier
 from ..config import MIN_TOKEN_LENGTH
 from ..setting_values import ConfigError, Secret, is_loopback
 
 LOCAL_HOSTS = ("localhost", "127.0.0.1", "[::1]")
+logger = logging.getLogger("imap_mcp")
 PRINCIPAL_STATE_KEY = "imap_mcp_principal"
 HEALTH_PATH = "/healthz"
 LegacyHttpMode = Literal["session", "stateless"]
@@ -64,6 +70,8 @@ class HttpSettings:
     sessions_per_caller: int = 32
     #: a 2025-11-25 session ends after this many seconds without a request in flight
     session_idle_seconds: float = DEFAULT_SESSION_IDLE_TIMEOUT
+    #: IMAP_MCP_OAUTH_*: OAuth access tokens accepted too (MCP authorization); None = static tokens only
+    oauth: ResourceServerSettings | None = None
 
 
 def _host_name(value: str) -> str:
@@ -95,16 +103,18 @@ def load_http_settings(env: Mapping[str, str]) -> HttpSettings:
         auth_tokens=tuple(Secret(t) for t in tokens),
         legacy_http=legacy,  # type: ignore[arg-type]
         allow_unauthenticated=allow == "true",
+        oauth=load_resource_server_settings(env),
     )
 
 
 def require_authentication_off_loopback(host: str, settings: HttpSettings) -> None:
     """`ConfigError` when serving `host` would let anyone who reaches it use the mailbox unauthenticated."""
-    if is_loopback(host) or settings.auth_tokens or settings.allow_unauthenticated:
+    if is_loopback(host) or settings.auth_tokens or settings.oauth or settings.allow_unauthenticated:
         return
     raise ConfigError(
         f"refusing to serve on {host} without IMAP_MCP_AUTH_TOKENS: anyone who can reach it could use the mailbox. "
-        "Set IMAP_MCP_AUTH_TOKENS (e.g. from: openssl rand -hex 24), or IMAP_MCP_ALLOW_UNAUTHENTICATED=true when a "
+        "Set IMAP_MCP_AUTH_TOKENS (e.g. from: openssl rand -hex 24) or IMAP_MCP_OAUTH_ISSUER, or "
+        "IMAP_MCP_ALLOW_UNAUTHENTICATED=true when a "
         "gateway in front authenticates every request."
     )
 
@@ -228,13 +238,16 @@ class SessionTable:
 class AccessControl:
     """ASGI middleware enforcing `HttpSettings` in front of the MCP app."""
 
-    def __init__(self, app: ASGIApp, settings: HttpSettings, tokens: Tokens | None = None) -> None:
+    def __init__(
+        self, app: ASGIApp, settings: HttpSettings, tokens: Tokens | None = None, verifier: TokenVerifier | None = None
+    ) -> None:
         """`tokens` (default: `settings.auth_tokens`, fixed) may be replaced while serving; given, a token is
-        always required."""
+        always required. `verifier` accepts OAuth access tokens too (`settings.oauth`)."""
         self.app = app
         self.settings = settings
         self._tokens = tokens if tokens is not None else Tokens(settings.auth_tokens)
-        self._token_required = tokens is not None or bool(settings.auth_tokens)
+        self._verifier = verifier
+        self._token_required = tokens is not None or bool(settings.auth_tokens) or verifier is not None
         self._any_host = "*" in settings.allowed_hosts
         self._sessions = SessionTable(settings.sessions_per_caller, settings.session_idle_seconds)
 
@@ -247,11 +260,21 @@ class AccessControl:
         netloc = urlsplit(origin).netloc
         return bool(netloc) and _host_name(netloc) in self.settings.allowed_hosts
 
-    def _principal(self, authorization: str | None) -> str | None:
-        """The principal of a valid bearer token, else None (`Tokens.principal`)."""
-        if not authorization or authorization[:7].lower() != "bearer ":
+    async def _principal(self, scope: Scope, presented: str | None) -> str | None:
+        """The principal of a valid bearer token (`Tokens.principal`, else an OAuth access token's, whose
+        identity goes on the request too), else None."""
+        if not presented:
             return None
-        return self._tokens.principal(authorization[7:].strip())
+        principal = self._tokens.principal(presented)
+        if principal is not None or self._verifier is None:
+            return principal
+        try:
+            identity = await self._verifier.identify(presented)
+        except TokenRefused as exc:
+            logger.info("imap-mcp: bearer token refused: %s", exc)
+            return None
+        scope.setdefault("state", {})[IDENTITY_STATE_KEY] = identity
+        return identity.principal
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -269,9 +292,14 @@ class AccessControl:
             return
         principal = None
         if self._token_required:
-            principal = self._principal(headers.get("authorization"))
+            presented = _bearer(headers.get("authorization"))
+            try:
+                principal = await self._principal(scope, presented)
+            except KeysUnavailable as exc:  # none could ever be fetched: the token may well be good
+                await _respond(send, 503, _error(f"Cannot check the access token now: {exc}. Try again shortly."))
+                return
             if principal is None:
-                await respond_unauthorized(send)
+                await respond_unauthorized(send, self._challenge(presented is not None))
                 return
             scope.setdefault("state", {})[PRINCIPAL_STATE_KEY] = principal
         if _declared_too_large(headers):
@@ -343,15 +371,30 @@ class AccessControl:
 
         return recording
 
+    def _challenge(self, token_given: bool) -> bytes:
+        oauth = self.settings.oauth
+        return challenge(oauth, token_given) if oauth is not None and self._verifier is not None else STATIC_CHALLENGE
 
-async def respond_unauthorized(send: Send) -> None:
+
+#: the challenge when only static bearer tokens are accepted
+STATIC_CHALLENGE = b'Bearer realm="imap-mcp", error="invalid_token"'
+
+
+def _bearer(authorization: str | None) -> str | None:
+    """The token of an `Authorization: Bearer …` header, else None."""
+    if not authorization or authorization[:7].lower() != "bearer ":
+        return None
+    return authorization[7:].strip() or None
+
+
+async def respond_unauthorized(send: Send, www_authenticate: bytes = STATIC_CHALLENGE) -> None:
     """401 with `WWW-Authenticate`: the request carries no valid bearer token."""
-    await _respond(
-        send,
-        401,
-        _error("Missing or invalid bearer token."),
-        [(b"www-authenticate", b'Bearer realm="imap-mcp", error="invalid_token"')],
-    )
+    await _respond(send, 401, _error("Missing or invalid bearer token."), [(b"www-authenticate", www_authenticate)])
+
+
+async def respond_error(send: Send, status: int, message: str) -> None:
+    """An HTTP-level refusal: `status` with a JSON-RPC error body saying `message`."""
+    await _respond(send, status, _error(message))
 
 
 TOO_LARGE = f"Request body too large: at most {MAX_BODY_BYTES} bytes."

@@ -16,6 +16,9 @@ from starlette.types import ASGIApp
 from imap_mcp.protocol.errors import ImapMcpError
 from imap_mcp.protocol.spec_errors import ModernEnvelopeRouting
 
+from ..authorization.metadata import ServingMetadata
+from ..authorization.scopes import RequiringScopes
+from ..authorization.tokens import TokenVerifier
 from .http_access import MAX_BODY_BYTES, AccessControl, HttpSettings, Tokens
 
 MCP_PATH = "/mcp"
@@ -39,8 +42,13 @@ def sdk_http_app(mcp: MCPServer, settings: HttpSettings) -> Starlette:
 
 
 def guarded_app(app: ASGIApp, settings: HttpSettings, tokens: Tokens | None = None) -> ASGIApp:
-    """`app` behind `AccessControl` (with `tokens`, which may change while serving) and `ModernEnvelopeRouting`."""
-    return AccessControl(ModernEnvelopeRouting(app), settings, tokens)
+    """`app` behind `AccessControl` (with `tokens`, which may change while serving) and `ModernEnvelopeRouting`;
+    with `settings.oauth`, OAuth access tokens are accepted too and the protected resource metadata is served."""
+    if settings.oauth is None:
+        return AccessControl(ModernEnvelopeRouting(app), settings, tokens)
+    verifier = TokenVerifier(settings.oauth)
+    scoped = RequiringScopes(ModernEnvelopeRouting(app), settings.oauth)
+    return ServingMetadata(AccessControl(scoped, settings, tokens, verifier), settings.oauth)
 
 
 def http_app(mcp: MCPServer, settings: HttpSettings | None = None) -> ASGIApp:

@@ -17,7 +17,6 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-from asgi_serving import call, result_of, serving
 from harness import (
     ALICE_TOKEN,
     BOB_TOKEN,
@@ -27,6 +26,7 @@ from harness import (
     message_ids,
     new_account,
 )
+from in_process import call, result_of, serving, structured
 from mcp.server.mcpserver import MCPServer
 from starlette.applications import Starlette
 
@@ -42,12 +42,6 @@ from imap_mcp.server.serving.transports import sdk_http_app
 from imap_mcp.server.setting_values import ConfigError
 
 pytestmark = pytest.mark.anyio
-
-
-def structured(response: httpx.Response) -> dict[str, Any]:
-    """The tool result's structured content."""
-    found: dict[str, Any] = result_of(response)["structuredContent"]
-    return found
 
 
 async def account_reached(client: httpx.AsyncClient, token: str) -> tuple[str, str]:
