@@ -198,3 +198,29 @@ async def test_a_new_html_draft_without_the_signature_is_saved_as_alternatives(
     assert isinstance(message, EmailMessage)
     text, html = parts(message)
     assert "Budget" in text and "-- " not in text and "<li>Budget</li>" in html and "signature" not in html
+
+
+@pytest.mark.matrix
+async def test_an_updated_markdown_draft_is_sent_as_a_mail_client_builds_it(
+    account: Account, signed_env: dict[str, str], smtp: CaptureSMTP, person: Person
+) -> None:
+    """A draft saved plain, updated in place to Markdown with the signature, then sent: the message that arrives is
+    the updated one, alternatives as a mail client builds them, by both parsers."""
+    draft = {"to": ["alice@example.com"], "subject": "Agenda for Monday"}
+    async with served(load_settings(signed_env), mode="2026-07-28", elicitation_callback=person) as client:
+        saved = structured(await client.call_tool("save_draft", {**draft, "body": "Agenda: budget\n"}))
+        updated = structured(
+            await client.call_tool(
+                "update_draft",
+                {"id": saved["id"], **draft, "body": "Agenda:\n\n- **budget**\n- hiring\n", "body_format": "markdown"},
+            )
+        )
+        sent = structured(await client.call_tool("send_draft", {"id": updated["id"]}))
+    assert (updated["status"], sent["status"]) == ("updated", "sent")
+    [message] = smtp.messages
+    text, html = parts(message)
+    assert (
+        "**budget**" in text and "hiring" in text and f"\n-- \n{SIGNATURE}\n" in text and "Agenda: budget" not in text
+    )
+    assert "<strong>budget</strong>" in html and "<li>hiring</li>" in html
+    assert_alternative(structure_by_the_server(account, smtp.raw[0]))
