@@ -161,6 +161,19 @@ async def test_without_a_dialog_a_foreign_draft_takes_the_two_call_token(account
     assert_replaced(account, updated, old)
 
 
+async def test_a_token_for_one_html_draft_does_not_replace_with_other_html_of_the_same_text(account: Account) -> None:
+    """The approval binds the HTML part too: other markup whose text alternative is the same does not fit."""
+    old = foreign_draft(account)
+    html = {**SECOND, "body": "<p>Monday at ten.</p>", "body_format": "html"}
+    async with served(account, mode="2026-07-28") as client:
+        pending = structured(await client.call_tool("update_draft", {"id": old, **html}))
+        token = {"confirm_token": pending["confirm_token"]}
+        other = {**html, "body": "<div>Monday at ten.</div>"}
+        refused = await client.call_tool("update_draft", {"id": old, **other, **token})
+    assert "does not fit this call" in error_text(refused)
+    assert drafts(account)[-1] == old
+
+
 async def test_an_approval_replays_nothing_and_a_server_without_uidplus_keeps_the_old_draft(account: Account) -> None:
     """The approval ledger, not the mailbox, makes one approved replacement run once: where the old draft stays (no
     UIDPLUS: nothing can expunge exactly it), the same token again saves nothing more and answers the new id."""
