@@ -13,6 +13,7 @@ Capabilities are read per request: a 2026-07-28 client declares them in each req
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Literal
 
 from mcp.server.mcpserver import Context
 from mcp.types import ClientCapabilities
@@ -28,6 +29,10 @@ class Channel(StrEnum):
     DIALOG = "dialog"
     PUSH = "push"
     TOKEN = "token"
+
+
+#: a `Channel`'s value, as results name the path that approved what they did
+Approver = Literal["dialog", "push", "token"]
 
 
 def uses_input_required(protocol_version: str | None) -> bool:

@@ -35,6 +35,8 @@ from typing import Literal, TypeVar
 import anyio.to_thread
 from pydantic import BaseModel, Field
 
+from imap_mcp.protocol.eras import Approver
+
 from ..config import DEFAULT_MAX_MESSAGE_BYTES, SmtpSettings
 from ..errors import ImapMcpError, OutgoingError
 from ..imap.message_ids import MessageRef
@@ -55,7 +57,6 @@ from .sent_mailbox import ANSWERED, SEEN, file_sent_copy, mark_original, sent_ma
 from .smtp import SendFailed, SendOutcomeUnknown, send, size_limit
 from .wire import Payload, Wire
 
-Approver = Literal["dialog", "push", "token"]
 _T = TypeVar("_T")
 UNCONFIRMED_EARLIER = (
     "An earlier attempt handed it to the SMTP server but never got the answer, so it was probably sent; it is not "

@@ -8,6 +8,8 @@ from typing import Literal
 from mcp.types import CallToolResult
 from pydantic import BaseModel, Field
 
+from imap_mcp.protocol.eras import Approver
+
 from ..changes.messages import (
     ChangeReport,
     MessageOperation,
@@ -22,9 +24,6 @@ from .results import (
     listed,
     text_result,
 )
-
-#: how a change was approved: a dialog answered with the retried call, a pushed dialog, or the two-call token
-Approver = Literal["dialog", "push", "token"]
 
 
 class MessageChange(BaseModel):
@@ -65,7 +64,7 @@ class MessageChange(BaseModel):
         description=f"Set when an id list was cut at {LISTED_IDS_MAX} ids (the counts stay exact): how to get "
         "the ids not listed.",
     )
-    approved_by: Literal["dialog", "push", "token"] | None = Field(
+    approved_by: Approver | None = Field(
         description="How the change was approved: a dialog (2026-07-28), a pushed dialog (2025-11-25), "
         "or the two-call token."
     )

@@ -20,6 +20,7 @@ from mcp.types import CallToolResult, InputRequiredResult
 from pydantic import BaseModel, Field
 
 from imap_mcp.protocol import Guard
+from imap_mcp.protocol.eras import Approver
 
 from ..config import OutgoingFiles
 from ..errors import ArgumentError, MailboxError, OutgoingError
@@ -49,7 +50,6 @@ from ..store.ledger import Entry, Ledger, approval_key, begin_at, running_lifeti
 from .results import log_change, text_result
 
 UPDATE_TOOL = "update_draft"
-Approver = Literal["dialog", "push", "token"]
 
 
 def saved_id(saved: SavedDraft) -> str | None:
